@@ -1,0 +1,3 @@
+module github.com/tidemq/tide/pkg/remoting
+
+go 1.26

@@ -1,0 +1,90 @@
+package protocol
+
+import (
+	"strconv"
+)
+
+// Command is one remoting request or response: the RocketMQ
+// RemotingCommand. A Command is a plain value with no internal locking; the
+// goroutine that builds or decodes it owns it until it hands it over.
+//
+// ExtFields carries the typed request/response headers as strings (the
+// wire form); use the typed headers in headers.go to fill and read them.
+// Body is owned by the Command; decoders may alias it into the frame buffer
+// they were given.
+type Command struct {
+	Code          int16
+	Language      byte
+	Version       int32
+	Opaque        int32
+	Flag          int32
+	Remark        string
+	ExtFields     map[string]string
+	Body          []byte
+	SerializeType byte // SerializeJSON or SerializeRocketMQ, used when encoding
+}
+
+// NewRequest returns a request with the given code and ext fields (which
+// may be nil). Opaque is left 0: the transport assigns it.
+func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+	if ext == nil {
+		ext = map[string]string{}
+	}
+	return &Command{Code: code, Language: LangGo, Version: Version, ExtFields: ext, Body: body}
+}
+
+// NewResponse returns a response to req with the given code and remark.
+// It copies the request's opaque and serialize type, as RocketMQ requires.
+func NewResponse(req *Command, code int16, remark string) *Command {
+	resp := &Command{
+		Code:          code,
+		Language:      LangGo,
+		Version:       Version,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		ExtFields:     map[string]string{},
+		SerializeType: SerializeJSON,
+	}
+	if req != nil {
+		resp.Opaque = req.Opaque
+		resp.SerializeType = req.SerializeType
+	}
+	return resp
+}
+
+// IsResponse reports whether the response flag bit is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the sender asked for no reply (flag bit 1).
+// Note that rocketmq-client-go v2.1.2 never sets it, even for its "oneway"
+// calls: those must be answered.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// Ext returns the ext field k ("" when absent).
+func (c *Command) Ext(k string) string {
+	if c.ExtFields == nil {
+		return ""
+	}
+	return c.ExtFields[k]
+}
+
+// SetExt sets ext field k, allocating the map when needed.
+func (c *Command) SetExt(k, v string) {
+	if c.ExtFields == nil {
+		c.ExtFields = map[string]string{}
+	}
+	c.ExtFields[k] = v
+}
+
+// SetExtInt sets ext field k to the decimal form of v.
+func (c *Command) SetExtInt(k string, v int64) { c.SetExt(k, strconv.FormatInt(v, 10)) }
+
+// Err returns nil when the command is a SUCCESS response and an *Error
+// carrying its code and remark otherwise. Callers that accept other codes
+// (pull, send) inspect Code themselves.
+func (c *Command) Err() error {
+	if c.Code == Success {
+		return nil
+	}
+	return &Error{Code: c.Code, Remark: c.Remark}
+}

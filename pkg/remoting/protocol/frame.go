@@ -1,0 +1,345 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultMaxFrameSize is the largest frame accepted by ReadCommand when the
+// caller gives no limit: 16 MiB, RocketMQ's frameMaxLength.
+const DefaultMaxFrameSize = 16 << 20
+
+// maxHeaderLength is the largest header the 24-bit length field can state.
+const maxHeaderLength = 1<<24 - 1
+
+// Frame layout (all integers big-endian):
+//
+//	 0               4               8
+//	+---------------+---------------+----------------------+-----------+
+//	| totalLength   | type|hdrLen   | header (hdrLen)      | body      |
+//	| = 4+hdrLen+   | 1 B | 3 B     | JSON or ROCKETMQ     | (rest)    |
+//	|   bodyLen     |               | binary               |           |
+//	+---------------+---------------+----------------------+-----------+
+//
+// totalLength does not count itself. The serialize type (0 JSON, 1
+// ROCKETMQ) sits in the high byte of the second word, the header length in
+// its low 24 bits. bodyLength = totalLength - 4 - hdrLen.
+
+// AppendFrame appends the full frame of c (length prefix included) to dst.
+func (c *Command) AppendFrame(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	hdrStart := len(dst)
+	switch c.SerializeType {
+	case SerializeJSON:
+		dst = c.appendJSONHeader(dst)
+	case SerializeRocketMQ:
+		dst = c.appendBinaryHeader(dst)
+	default:
+		return dst[:start], fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, c.SerializeType)
+	}
+	hdrLen := len(dst) - hdrStart
+	if hdrLen > maxHeaderLength {
+		return dst[:start], fmt.Errorf("%w: header of %d bytes exceeds the 24-bit length field", ErrFrameTooLarge, hdrLen)
+	}
+	dst = append(dst, c.Body...)
+	total := len(dst) - start - 4
+	if uint64(total) > 0x7fffffff {
+		return dst[:start], fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(total))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.SerializeType)<<24|uint32(hdrLen))
+	return dst, nil
+}
+
+// Encode returns the full frame of c.
+func (c *Command) Encode() ([]byte, error) {
+	return c.AppendFrame(make([]byte, 0, 256+len(c.Body)))
+}
+
+// ReadCommand reads one frame from r and decodes it. Frames whose length
+// field exceeds maxFrame (DefaultMaxFrameSize when maxFrame <= 0) are
+// rejected with ErrFrameTooLarge before anything is allocated, so a peer
+// cannot make the reader allocate arbitrary amounts of memory.
+//
+// A decode error (ErrMalformed) leaves r positioned after the frame, so the
+// caller may answer it and go on; ErrFrameTooLarge and I/O errors leave
+// the stream unsynchronised and the connection must be closed.
+func ReadCommand(r io.Reader, maxFrame int) (*Command, error) {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameSize
+	}
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		return nil, err
+	}
+	total := binary.BigEndian.Uint32(lenBuf[:])
+	if total < 4 {
+		return nil, fmt.Errorf("%w: frame length %d is shorter than its header word", ErrFrameTooLarge, total)
+	}
+	if uint64(total) > uint64(maxFrame) {
+		return nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d", ErrFrameTooLarge, total, maxFrame)
+	}
+	buf := make([]byte, total)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return DecodeFrame(buf)
+}
+
+// DecodeFrame decodes a frame without its 4-byte total-length prefix:
+// the header word, the header and the body. The returned Command's Body
+// aliases buf.
+func DecodeFrame(buf []byte) (*Command, error) {
+	if len(buf) < 4 {
+		return nil, fmt.Errorf("%w: %d bytes, need at least the 4-byte header word", ErrTruncated, len(buf))
+	}
+	word := binary.BigEndian.Uint32(buf)
+	st := byte(word >> 24)
+	hl := int(word & 0xFFFFFF)
+	if hl > len(buf)-4 {
+		return nil, fmt.Errorf("%w: header length %d exceeds frame body of %d bytes", ErrMalformed, hl, len(buf)-4)
+	}
+	hdr := buf[4 : 4+hl]
+	var (
+		c   *Command
+		err error
+	)
+	switch st {
+	case SerializeJSON:
+		c, err = decodeJSONHeader(hdr)
+	case SerializeRocketMQ:
+		c, err = decodeBinaryHeader(hdr)
+	default:
+		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.SerializeType = st
+	if body := buf[4+hl:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// appendJSONHeader writes the header in the key order the Go client uses.
+// Ext keys are sorted so that encodings are deterministic (golden files).
+func (c *Command) appendJSONHeader(dst []byte) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = strconv.AppendInt(dst, int64(c.Code), 10)
+	dst = append(dst, `,"language":"`...)
+	dst = append(dst, LanguageName(c.Language)...)
+	dst = append(dst, `","version":`...)
+	dst = strconv.AppendInt(dst, int64(c.Version), 10)
+	dst = append(dst, `,"opaque":`...)
+	dst = strconv.AppendInt(dst, int64(c.Opaque), 10)
+	dst = append(dst, `,"flag":`...)
+	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
+	dst = append(dst, `,"remark":`...)
+	dst = appendJSONString(dst, c.Remark)
+	dst = append(dst, `,"extFields":{`...)
+	for i, k := range sortedKeys(c.ExtFields) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, c.ExtFields[k])
+	}
+	dst = append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
+	return dst
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Control characters (the
+// 0x01/0x02 separators of property strings among them) are written as
+// \u00XX; invalid UTF-8 is replaced by U+FFFD as encoding/json does.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\':
+				dst = append(dst, '\\', b)
+			case b == '\n':
+				dst = append(dst, '\\', 'n')
+			case b == '\r':
+				dst = append(dst, '\\', 'r')
+			case b == '\t':
+				dst = append(dst, '\\', 't')
+			case b < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			default:
+				dst = append(dst, b)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+type jsonHeader struct {
+	Code      int16             `json:"code"`
+	Language  string            `json:"language"`
+	Version   int32             `json:"version"`
+	Opaque    int32             `json:"opaque"`
+	Flag      int32             `json:"flag"`
+	Remark    string            `json:"remark"`
+	ExtFields map[string]string `json:"extFields"`
+}
+
+type looseJSONHeader struct {
+	Code      int16                      `json:"code"`
+	Language  json.RawMessage            `json:"language"`
+	Version   int32                      `json:"version"`
+	Opaque    int32                      `json:"opaque"`
+	Flag      int32                      `json:"flag"`
+	Remark    *string                    `json:"remark"`
+	ExtFields map[string]json.RawMessage `json:"extFields"`
+}
+
+func decodeJSONHeader(hdr []byte) (*Command, error) {
+	var h jsonHeader
+	if err := json.Unmarshal(hdr, &h); err == nil {
+		ext := h.ExtFields
+		if ext == nil {
+			ext = map[string]string{}
+		}
+		return &Command{Code: h.Code, Language: LanguageCode(h.Language), Version: h.Version,
+			Opaque: h.Opaque, Flag: h.Flag, Remark: h.Remark, ExtFields: ext}, nil
+	}
+	// Slow path: tolerate ext values that are numbers or booleans and a
+	// language that is not a string, as some non-Go peers send them.
+	var l looseJSONHeader
+	if err := json.Unmarshal(hdr, &l); err != nil {
+		return nil, fmt.Errorf("%w: json header: %v", ErrMalformed, err)
+	}
+	c := &Command{Code: l.Code, Version: l.Version, Opaque: l.Opaque, Flag: l.Flag, ExtFields: make(map[string]string, len(l.ExtFields))}
+	if l.Remark != nil {
+		c.Remark = *l.Remark
+	}
+	var lang string
+	if json.Unmarshal(l.Language, &lang) == nil {
+		c.Language = LanguageCode(lang)
+	} else {
+		c.Language = LangOther
+	}
+	for k, raw := range l.ExtFields {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			c.ExtFields[k] = s
+		} else if string(raw) != "null" {
+			c.ExtFields[k] = string(raw)
+		}
+	}
+	return c, nil
+}
+
+// ROCKETMQ binary header layout (big-endian):
+//
+//	+------+------+---------+--------+------+--------+--------+--------+---------------+
+//	| code | lang | version | opaque | flag | remLen | remark | extLen | ext entries   |
+//	|  2   |  1   |    2    |   4    |  4   |   4    | remLen |   4    | extLen bytes  |
+//	+------+------+---------+--------+------+--------+--------+--------+---------------+
+//
+// Each ext entry is keyLen (int16), key, valueLen (int32), value.
+const binaryFixedHeader = 21
+
+func (c *Command) appendBinaryHeader(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
+	dst = append(dst, c.Language)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Version))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	lenPos := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for _, k := range sortedKeys(c.ExtFields) {
+		v := c.ExtFields[k]
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	binary.BigEndian.PutUint32(dst[lenPos:], uint32(len(dst)-lenPos-4))
+	return dst
+}
+
+func decodeBinaryHeader(h []byte) (*Command, error) {
+	if len(h) < binaryFixedHeader {
+		return nil, fmt.Errorf("%w: binary header of %d bytes, need %d", ErrMalformed, len(h), binaryFixedHeader)
+	}
+	c := &Command{
+		Code:     int16(binary.BigEndian.Uint16(h[0:])),
+		Language: h[2],
+		Version:  int32(int16(binary.BigEndian.Uint16(h[3:]))),
+		Opaque:   int32(binary.BigEndian.Uint32(h[5:])),
+		Flag:     int32(binary.BigEndian.Uint32(h[9:])),
+	}
+	rl := binary.BigEndian.Uint32(h[13:])
+	p := 17
+	if uint64(rl) > uint64(len(h)-p) {
+		return nil, fmt.Errorf("%w: remark length %d exceeds header", ErrMalformed, rl)
+	}
+	c.Remark = string(h[p : p+int(rl)])
+	p += int(rl)
+	if len(h)-p < 4 {
+		return nil, fmt.Errorf("%w: binary header ends before ext length", ErrMalformed)
+	}
+	el := binary.BigEndian.Uint32(h[p:])
+	p += 4
+	if uint64(el) > uint64(len(h)-p) {
+		return nil, fmt.Errorf("%w: ext length %d exceeds header", ErrMalformed, el)
+	}
+	ext := h[p : p+int(el)]
+	c.ExtFields = map[string]string{}
+	for len(ext) > 0 {
+		if len(ext) < 2 {
+			return nil, fmt.Errorf("%w: ext entry truncated", ErrMalformed)
+		}
+		kl := int(binary.BigEndian.Uint16(ext))
+		ext = ext[2:]
+		if kl > len(ext) || len(ext)-kl < 4 {
+			return nil, fmt.Errorf("%w: ext key truncated", ErrMalformed)
+		}
+		k := string(ext[:kl])
+		ext = ext[kl:]
+		vl := binary.BigEndian.Uint32(ext)
+		ext = ext[4:]
+		if uint64(vl) > uint64(len(ext)) {
+			return nil, fmt.Errorf("%w: ext value truncated", ErrMalformed)
+		}
+		c.ExtFields[k] = string(ext[:vl])
+		ext = ext[vl:]
+	}
+	return c, nil
+}

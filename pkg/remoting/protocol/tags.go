@@ -1,0 +1,28 @@
+package protocol
+
+import "unicode/utf16"
+
+// TagsHashCode returns the consume-queue tags code of a tag: Java's
+// String.hashCode over the tag's UTF-16 code units, widened to int64. An
+// empty tag has code 0.
+//
+// rocketmq-client-go v2.1.2 hashes the UTF-8 bytes instead, which equals
+// this only for ASCII tags; see GoTagsHashCode.
+func TagsHashCode(tag string) int64 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(tag)) {
+		h = 31*h + int32(u)
+	}
+	return int64(h)
+}
+
+// GoTagsHashCode is the hash rocketmq-client-go v2.1.2 puts in a
+// heartbeat's codeSet: Java's formula over the UTF-8 bytes taken as
+// unsigned values. Brokers that filter on codeSet accept both.
+func GoTagsHashCode(tag string) int64 {
+	var h int32
+	for i := 0; i < len(tag); i++ {
+		h = 31*h + int32(tag[i])
+	}
+	return int64(h)
+}
