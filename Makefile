@@ -1,0 +1,71 @@
+# Tide monorepo. `go test ./...` does not work at a go.work root, so the
+# targets below loop over the workspace modules.
+SHELL := /bin/bash
+GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(PATH)
+MODULES = $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BIN   := $(CURDIR)/bin
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build every daemon and tool into bin/
+	@mkdir -p $(BIN)
+	@for d in $$(find . -path ./e2e -prune -o -path '*/cmd/*' -name main.go -print | xargs -n1 dirname | sort); do \
+		mod=$$(cd $$d && $(GO) list -m -f '{{.Dir}}'); \
+		echo "build $$d"; \
+		(cd $$d && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.Version=$(VERSION)" -o $(BIN)/$$(basename $$d) .) || exit 1; \
+	done
+
+.PHONY: test
+test: ## run the unit and integration tests of every module (what CI runs)
+	@scripts/test.sh $(MODULES)
+
+.PHONY: race
+race: ## run the race detector on the transport, the store and the broker
+	@for m in pkg/remoting broker; do (cd $$m && $(GO) test -race -short -count=1 ./...) || exit 1; done
+
+.PHONY: vet
+vet: ## go vet every module
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+.PHONY: fmt-check
+fmt-check: ## fail if gofmt would change a file
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: tidy
+tidy: ## go mod tidy every module, then go work sync
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done; $(GO) work sync
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 30s)
+	@scripts/fuzz.sh $${FUZZTIME:-30s}
+
+.PHONY: bench
+bench: ## run the Go benchmarks of the codec, transport and store
+	@for m in pkg/remoting broker; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
+
+.PHONY: generate
+generate: ## regenerate recorded client frames (needs nothing but Go)
+	@cd tools/framerecord && $(GO) run . -out ../../pkg/remoting/protocol/testdata/client-v2.1.2
+
+.PHONY: e2e
+e2e: ## run the end-to-end suite (not built yet, see README)
+	@if [ -d e2e ] && ls e2e/*.go >/dev/null 2>&1; then cd e2e && $(GO) test -tags e2e -count=1 ./...; else echo "e2e suite not built yet"; fi
+
+.PHONY: up
+up: ## start the demo stack with docker compose (not built yet, see README)
+	@if [ -f deploy/compose/docker-compose.yaml ]; then deploy/compose/up.sh; else echo "the compose demo is not built yet: see README.md, Status"; exit 1; fi
+
+.PHONY: down
+down: ## stop the demo stack
+	@if [ -f deploy/compose/docker-compose.yaml ]; then deploy/compose/down.sh; else echo "nothing to stop"; fi
+
+.PHONY: clean
+clean: ## remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,308 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/clientmgr"
+	"github.com/tidemq/tide/broker/internal/longpoll"
+	"github.com/tidemq/tide/broker/internal/offset"
+	"github.com/tidemq/tide/broker/internal/queuelock"
+	"github.com/tidemq/tide/broker/internal/registry"
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/broker/internal/subgroup"
+	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Broker is one broker process: the client port, the store and the
+// metadata tables. Create it with New, then Start; Shutdown stops it.
+// Methods are safe for concurrent use.
+type Broker struct {
+	opts Options
+	log  *slog.Logger
+
+	store    *store.Store
+	topics   *topic.Table
+	offsets  *offset.Table
+	groups   *subgroup.Table
+	clients  *clientmgr.Manager
+	locks    *queuelock.Table
+	polls    *longpoll.Service
+	server   *remoting.Server
+	nsClient *remoting.Client
+	registry *registry.Registry
+
+	filterCache sync.Map // compiled subscription filters by type and expression
+
+	ln        net.Listener
+	storeHost netip.AddrPort
+	addr      string
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New validates opts and opens the store and metadata tables (recovering
+// them after a crash). It does not listen yet.
+func New(opts Options, logger *slog.Logger) (*Broker, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{})}
+	cfgDir := filepath.Join(opts.Store.StorePathRootDir, "config")
+	levels, _ := store.ParseDelayLevels(opts.Store.MessageDelayLevel)
+	var err error
+	b.topics, err = topic.Open(filepath.Join(cfgDir, "topics.json"), topic.Options{
+		ClusterName: opts.BrokerClusterName, BrokerName: opts.BrokerName,
+		AutoCreateTopicEnable: opts.AutoCreateTopicEnable, DefaultTopicQueueNums: opts.DefaultTopicQueueNums,
+		ClusterTopicEnable: opts.ClusterTopicEnable, BrokerTopicEnable: opts.BrokerTopicEnable,
+		TraceTopicEnable: opts.TraceTopicEnable, ScheduleQueueNums: int32(len(levels)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: topics: %w", err)
+	}
+	if b.offsets, err = offset.Open(filepath.Join(cfgDir, "consumerOffset.json")); err != nil {
+		return nil, fmt.Errorf("broker: offsets: %w", err)
+	}
+	if b.groups, err = subgroup.Open(filepath.Join(cfgDir, "subscriptionGroup.json")); err != nil {
+		return nil, fmt.Errorf("broker: subscription groups: %w", err)
+	}
+	if b.store, err = store.Open(opts.Store, logger); err != nil {
+		return nil, fmt.Errorf("broker: store: %w", err)
+	}
+	b.clients = clientmgr.New(nil)
+	b.locks = queuelock.New(60*time.Second, nil)
+	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
+	b.store.SetDispatchListener(func(t string, q int32, qo, tags int64, props []byte) {
+		b.polls.Notify(t, q, qo+1, tags, props)
+	})
+	if !opts.IsMaster() {
+		b.store.SetReadOnly(true)
+	}
+	return b, nil
+}
+
+// Start listens on the client port, registers with the NameServers and
+// starts the background work. It returns once the broker serves requests.
+func (b *Broker) Start(ctx context.Context) error {
+	o := b.opts
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.ListenAddr, strconv.Itoa(o.ListenPort)))
+	if err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	b.ln = ln
+	port := ln.Addr().(*net.TCPAddr).Port
+	ip, err := netip.ParseAddr(o.BrokerIP1)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: brokerIP1: %w", err)
+	}
+	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
+	b.addr = b.storeHost.String()
+
+	b.server = remoting.NewServer(remoting.ServerOptions{MaxFrameSize: o.ServerSocketMaxFrame, Logger: b.log})
+	b.registerHandlers()
+	b.server.OnDisconnect(b.onDisconnect)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.server.Serve(ln); err != nil {
+			b.log.Error("serve", "err", err)
+		}
+	}()
+
+	b.nsClient = remoting.NewClient(remoting.ClientOptions{Logger: b.log})
+	haAddr := ""
+	if o.HAListenPort > 0 {
+		host := o.BrokerIP2
+		if host == "" {
+			host = o.BrokerIP1
+		}
+		haAddr = net.JoinHostPort(host, strconv.Itoa(o.HAListenPort))
+	}
+	b.registry = registry.New(registry.Options{
+		NameServers: o.NameServers(),
+		Broker: registry.Broker{ClusterName: o.BrokerClusterName, BrokerName: o.BrokerName, BrokerID: o.BrokerID,
+			BrokerAddr: b.addr, HAServerAddr: haAddr},
+		Topics:  b.registeredTopics,
+		Period:  time.Duration(o.RegisterNameServerPeriod) * time.Millisecond,
+		Timeout: time.Duration(o.RegisterBrokerTimeoutMills) * time.Millisecond,
+		Client:  b.nsClient,
+		Logger:  b.log,
+	})
+	if len(o.NameServers()) > 0 {
+		if err := b.registry.Start(ctx); err != nil {
+			b.log.Warn("first registration incomplete", "err", err)
+		}
+	}
+	b.wg.Add(1)
+	go b.housekeeping()
+	b.log.Info("broker started", "addr", b.addr, "cluster", o.BrokerClusterName, "role", o.BrokerRole,
+		"flush", o.Store.FlushDiskType, "store", o.Store.StorePathRootDir, "namesrv", o.NamesrvAddr)
+	return nil
+}
+
+// Addr returns the address clients dial (brokerIP1 and the bound port).
+func (b *Broker) Addr() string { return b.addr }
+
+// registeredTopics is the topic table as the NameServers see it, with the
+// broker's permission applied (a broker made read-only by brokerPermission
+// shows its topics read-only).
+func (b *Broker) registeredTopics() protocol.TopicConfigSerializeWrapper {
+	w := b.topics.Wrapper()
+	if b.opts.BrokerPermission != 6 {
+		for k, tc := range w.TopicConfigTable {
+			tc.Perm &= b.opts.BrokerPermission | protocol.PermInherit
+			w.TopicConfigTable[k] = tc
+		}
+	}
+	return w
+}
+
+// housekeeping persists offsets, expires silent clients and re-checks
+// long polls until Shutdown.
+func (b *Broker) housekeeping() {
+	defer b.wg.Done()
+	flush := time.NewTicker(time.Duration(b.opts.FlushConsumerOffsetInterval) * time.Millisecond)
+	defer flush.Stop()
+	scan := time.NewTicker(10 * time.Second)
+	defer scan.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-flush.C:
+			if err := b.offsets.Persist(); err != nil {
+				b.log.Error("persist consumer offsets", "err", err)
+			}
+		case <-scan.C:
+			expired, groups := b.clients.Expire()
+			for _, ch := range expired {
+				if c, ok := ch.(*remoting.Conn); ok {
+					b.log.Info("client expired without heartbeat", "conn", c.RemoteAddr())
+					c.Close()
+				}
+			}
+			for _, g := range groups {
+				b.notifyConsumerIDsChanged(g)
+			}
+		}
+	}
+}
+
+// onDisconnect unregisters a closed connection's producers and consumers.
+func (b *Broker) onDisconnect(c *remoting.Conn) {
+	groups, ids := b.clients.RemoveChannel(c)
+	for i, g := range groups {
+		b.locks.ReleaseClient(g, ids[i])
+		b.log.Info("consumer left", "group", g, "client", ids[i])
+		b.notifyConsumerIDsChanged(g)
+	}
+}
+
+// Shutdown stops accepting requests, answers held pulls, unregisters from
+// the NameServers, waits for in-flight requests (bounded by ctx), persists
+// the metadata tables and closes the store (flushing it and writing the
+// checkpoint).
+func (b *Broker) Shutdown(ctx context.Context) error {
+	var errs []error
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		if b.registry != nil {
+			if len(b.opts.NameServers()) > 0 {
+				if err := b.registry.Stop(ctx); err != nil {
+					b.log.Warn("unregister", "err", err)
+				}
+			}
+		}
+		b.polls.Close()
+		if b.server != nil {
+			if err := b.server.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		}
+		if b.nsClient != nil {
+			b.nsClient.Close()
+		}
+		b.wg.Wait()
+		if err := b.offsets.Persist(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.groups.Persist(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.log.Info("broker stopped")
+	})
+	return errors.Join(errs...)
+}
+
+// notifyConsumerIDsChanged tells every member of group to rebalance.
+func (b *Broker) notifyConsumerIDsChanged(group string) {
+	if cfg, ok := b.groups.Get(group); ok && !cfg.NotifyConsumerIDsChangedEnable {
+		return
+	}
+	hdr := protocol.ConsumerGroupHeader{ConsumerGroup: group}
+	for _, ch := range b.clients.ConsumerChannels(group) {
+		c, ok := ch.(*remoting.Conn)
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := c.InvokeOneway(ctx, protocol.NewRequest(protocol.NotifyConsumerIDsChanged, hdr.Encode(), nil)); err != nil {
+			b.log.Debug("notify consumer ids changed", "group", group, "conn", c.RemoteAddr(), "err", err)
+		}
+		cancel()
+	}
+}
+
+func (b *Broker) registerHandlers() {
+	s := b.server
+	s.HandleFunc(protocol.SendMessage, b.handleSend)
+	s.HandleFunc(protocol.SendMessageV2, b.handleSend)
+	s.HandleFunc(protocol.SendBatchMessage, b.handleSend)
+	s.HandleFunc(protocol.SendReplyMessage, b.handleSend)
+	s.HandleFunc(protocol.SendReplyMessageV2, b.handleSend)
+	s.HandleFunc(protocol.PullMessage, b.handlePull)
+	s.HandleFunc(protocol.HeartBeat, b.handleHeartbeat)
+	s.HandleFunc(protocol.UnregisterClient, b.handleUnregisterClient)
+	s.HandleFunc(protocol.GetConsumerListByGroup, b.handleConsumerList)
+	s.HandleFunc(protocol.QueryConsumerOffset, b.handleQueryConsumerOffset)
+	s.HandleFunc(protocol.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
+	s.HandleFunc(protocol.GetMaxOffset, b.handleGetMaxOffset)
+	s.HandleFunc(protocol.GetMinOffset, b.handleGetMinOffset)
+	s.HandleFunc(protocol.SearchOffsetByTimestamp, b.handleSearchOffset)
+	s.HandleFunc(protocol.GetEarliestMsgStoreTime, b.handleEarliestMsgStoreTime)
+	s.HandleFunc(protocol.LockBatchMQ, b.handleLockBatch)
+	s.HandleFunc(protocol.UnlockBatchMQ, b.handleUnlockBatch)
+	s.HandleFunc(protocol.UpdateAndCreateTopic, b.handleCreateTopic)
+	s.HandleFunc(protocol.DeleteTopicInBroker, b.handleDeleteTopic)
+	s.HandleFunc(protocol.GetAllTopicConfig, b.handleGetAllTopicConfig)
+	s.HandleFunc(protocol.GetAllSubscriptionGroupConfig, b.handleGetAllSubscriptionGroups)
+	s.HandleFunc(protocol.UpdateAndCreateSubscription, b.handleUpdateSubscriptionGroup)
+	s.HandleFunc(protocol.ViewMessageByID, b.handleViewMessage)
+	s.HandleFunc(protocol.QueryMessage, b.handleQueryMessage)
+}
+
+// errorResponse logs a refused request and builds its response.
+func (b *Broker) errorResponse(c *remoting.Conn, req *protocol.Command, code int16, format string, args ...any) *protocol.Command {
+	remark := fmt.Sprintf(format, args...)
+	b.log.Warn("request refused", "code", req.Code, "response", protocol.CodeName(code), "remark", remark, "conn", c.RemoteAddr())
+	return protocol.NewResponse(req, code, remark)
+}

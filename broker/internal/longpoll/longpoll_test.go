@@ -1,0 +1,102 @@
+package longpoll
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func resumeChan() (func(bool), chan bool) {
+	ch := make(chan bool, 1)
+	return func(timedOut bool) { ch <- timedOut }, ch
+}
+
+func wait(t *testing.T, ch chan bool) bool {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("request was not resumed")
+		return false
+	}
+}
+
+func TestServiceNotifyWakesMatchingRequest(t *testing.T) {
+	var max atomic.Int64
+	s := New(func(string, int32) int64 { return max.Load() }, time.Hour)
+	defer s.Close()
+
+	resA, chA := resumeChan()
+	resB, chB := resumeChan()
+	s.Hold(&Request{Topic: "t", QueueID: 0, Offset: 0, Deadline: time.Now().Add(time.Hour), Resume: resA,
+		Match: func(code int64, _ []byte) bool { return code == 42 }})
+	s.Hold(&Request{Topic: "t", QueueID: 1, Offset: 0, Deadline: time.Now().Add(time.Hour), Resume: resB})
+	if s.Held() != 2 {
+		t.Fatalf("held = %d", s.Held())
+	}
+	s.Notify("t", 0, 1, 7, nil) // tag does not match: A stays
+	select {
+	case <-chA:
+		t.Fatal("woken by a non-matching message")
+	default:
+	}
+	s.Notify("t", 0, 2, 42, nil)
+	if timedOut := wait(t, chA); timedOut {
+		t.Fatal("A reported a timeout")
+	}
+	s.Notify("t", 1, 1, 0, nil)
+	if wait(t, chB) {
+		t.Fatal("B reported a timeout")
+	}
+	if s.Held() != 0 {
+		t.Fatalf("held = %d", s.Held())
+	}
+}
+
+func TestServiceDeadline(t *testing.T) {
+	s := New(nil, time.Hour)
+	defer s.Close()
+	res, ch := resumeChan()
+	s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(20 * time.Millisecond), Resume: res})
+	if !wait(t, ch) {
+		t.Fatal("want timedOut at the deadline")
+	}
+}
+
+func TestServiceHoldAfterArrivalResumesAtOnce(t *testing.T) {
+	s := New(func(string, int32) int64 { return 5 }, time.Hour)
+	defer s.Close()
+	res, ch := resumeChan()
+	s.Hold(&Request{Topic: "t", Offset: 4, Deadline: time.Now().Add(time.Hour), Resume: res})
+	if wait(t, ch) {
+		t.Fatal("want a wake, not a timeout")
+	}
+}
+
+func TestServiceRecheck(t *testing.T) {
+	var max atomic.Int64
+	s := New(func(string, int32) int64 { return max.Load() }, 10*time.Millisecond)
+	defer s.Close()
+	res, ch := resumeChan()
+	s.Hold(&Request{Topic: "t", Offset: 0, Deadline: time.Now().Add(time.Hour), Resume: res})
+	max.Store(1) // no Notify: the periodic re-check must find it
+	if wait(t, ch) {
+		t.Fatal("want a wake")
+	}
+}
+
+func TestServiceCloseResumesAll(t *testing.T) {
+	s := New(nil, time.Hour)
+	res, ch := resumeChan()
+	s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Resume: res})
+	s.Close()
+	if !wait(t, ch) {
+		t.Fatal("want timedOut on close")
+	}
+	res2, ch2 := resumeChan()
+	s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Resume: res2})
+	if !wait(t, ch2) {
+		t.Fatal("hold after close must resume at once")
+	}
+}

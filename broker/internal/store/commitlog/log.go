@@ -1,0 +1,435 @@
+// Package commitlog is the single append-only log of stored message
+// records (rocketmq-protocol.md §4.1) shared by all topics, kept in
+// fixed-size preallocated segment files named by their starting offset.
+//
+// A record that does not fit in the rest of a segment (plus the 8 bytes a
+// filler needs) is preceded by a blank filler (size = rest of the segment,
+// BlankMagic) and starts the next segment, as in RocketMQ:
+//
+//	segment N                                segment N+1
+//	+--------+--------+-----+---------------++--------+------
+//	| record | record | ... | size | 0xCBD4 || record | ...
+//	+--------+--------+-----+---------------++--------+------
+//	                         blank filler (to the end of N)
+//
+// Appends are serialized by one lock; reads go straight to the mapped
+// segments below the published write position and never take it.
+package commitlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store/segment"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Sentinel errors of the commit log.
+var (
+	// ErrTooLarge: a record (or batch) cannot fit in one segment.
+	ErrTooLarge = errors.New("commit log: record larger than a segment")
+	// ErrOffsetRemoved: the offset lies before the oldest retained segment.
+	ErrOffsetRemoved = errors.New("commit log: offset already removed")
+	// ErrOffsetBeyond: the offset is past the written end.
+	ErrOffsetBeyond = errors.New("commit log: offset beyond written data")
+	// ErrFlushTimeout: a synchronous flush did not finish in time.
+	ErrFlushTimeout = errors.New("commit log: flush timeout")
+	// ErrClosed: the log is closed.
+	ErrClosed = errors.New("commit log: closed")
+	// ErrWrongOffset: a replicated append does not start at the log's end.
+	ErrWrongOffset = errors.New("commit log: raw append not at the end")
+)
+
+// Options configure a Log. Use store.Config for the broker.conf names.
+type Options struct {
+	Dir        string
+	FileSize   int64
+	SyncFlush  bool          // SYNC_FLUSH: group commit, waiters released after fdatasync
+	Interval   time.Duration // ASYNC_FLUSH: flushIntervalCommitLog
+	LeastPages int           // ASYNC_FLUSH: flushCommitLogLeastPages (4 KiB pages)
+	Thorough   time.Duration // ASYNC_FLUSH: flushCommitLogThoroughInterval, flush any amount
+	Warm       bool          // zero-fill new segments (warmMapedFileEnable)
+	Logger     *slog.Logger
+	OnAppend   func() // called after each append, outside the lock (dispatcher wake-up)
+}
+
+// Log is the commit log. All methods are safe for concurrent use; Append
+// and AppendRaw serialize on one lock, reads never block on it.
+type Log struct {
+	opts Options
+	q    *segment.Queue
+	log  *slog.Logger
+
+	mu     sync.Mutex // append lock
+	closed bool
+
+	flushed  atomic.Int64
+	fmu      sync.Mutex
+	fdone    chan struct{} // closed and replaced after every flush
+	freq     chan struct{} // cap 1: a flush is wanted
+	ferr     atomic.Pointer[error]
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	started  bool
+	Flushes  atomic.Int64 // fdatasync rounds (group commits)
+	Appends  atomic.Int64 // append calls
+	FlushDur atomic.Int64 // total nanoseconds spent in flushes
+}
+
+// Open maps the segments in opts.Dir. The log is not usable for appends
+// until Recover has set its end.
+func Open(opts Options) (*Log, error) {
+	if opts.FileSize < 4096 {
+		return nil, fmt.Errorf("commit log: file size %d below 4096", opts.FileSize)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 500 * time.Millisecond
+	}
+	if opts.Thorough <= 0 {
+		opts.Thorough = 10 * time.Second
+	}
+	q, err := segment.OpenQueue(opts.Dir, segment.QueueOptions{FileSize: opts.FileSize, Warm: opts.Warm, Preallocate: true})
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts, q: q, log: opts.Logger, fdone: make(chan struct{}), freq: make(chan struct{}, 1), stop: make(chan struct{})}
+	return l, nil
+}
+
+// Start starts the flush goroutine (group commit or periodic).
+func (l *Log) Start() {
+	l.flushed.Store(l.q.FlushedOffset())
+	l.started = true
+	l.wg.Add(1)
+	if l.opts.SyncFlush {
+		go l.groupCommit()
+	} else {
+		go l.periodicFlush()
+	}
+}
+
+// FileSize returns the segment size.
+func (l *Log) FileSize() int64 { return l.opts.FileSize }
+
+// MinOffset returns the first retained offset.
+func (l *Log) MinOffset() int64 { return l.q.MinOffset() }
+
+// MaxOffset returns the end of the written (readable) data.
+func (l *Log) MaxOffset() int64 { return l.q.MaxOffset() }
+
+// FlushedOffset returns the end of the data known durable.
+func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+
+// Segments returns a snapshot of the segment files (not acquired).
+func (l *Log) Segments() []*segment.File { return l.q.Files() }
+
+// Append writes data, one or more complete stored records back to back,
+// as one contiguous run at the end of the log. Under the append lock it
+// calls prepare with the physical offset the run will start at; prepare
+// must patch each record's offsets (and anything else that must follow log
+// order, like queue offsets and store timestamps) into data. It returns the
+// run's start offset. Append blocks only on the lock and, when a segment
+// must be created and the preallocated one is not ready, on file creation.
+func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (int64, error) {
+	n := int64(len(data))
+	if n+protocol.BlankRecordSize > l.opts.FileSize {
+		return 0, fmt.Errorf("%w: %d bytes, segment %d", ErrTooLarge, n, l.opts.FileSize)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, ErrClosed
+	}
+	f, err := l.fileFor(n)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	pos := f.WrotePosition()
+	phy := f.Base() + pos
+	if prepare != nil {
+		if err := prepare(phy, data); err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+	}
+	f.WriteAt(data, pos)
+	f.SetWrotePosition(pos + n)
+	l.mu.Unlock()
+	l.Appends.Add(1)
+	if l.opts.OnAppend != nil {
+		l.opts.OnAppend()
+	}
+	return phy, nil
+}
+
+// fileFor returns the segment the next n bytes go to, writing a blank
+// filler and rolling over when they do not fit. Called with mu held.
+func (l *Log) fileFor(n int64) (*segment.File, error) {
+	f := l.q.Last()
+	if f == nil {
+		return l.q.Ensure(0)
+	}
+	pos := f.WrotePosition()
+	if pos+n+protocol.BlankRecordSize <= f.Size() {
+		return f, nil
+	}
+	if rest := f.Size() - pos; rest > 0 {
+		f.WriteAt(protocol.AppendBlank(make([]byte, 0, 8), int32(rest)), pos)
+		f.SetWrotePosition(f.Size())
+	}
+	return l.q.Ensure(f.Base() + f.Size())
+}
+
+// AppendRaw appends bytes replicated from a master's commit log (records
+// and blank fillers, as they lie there) at offset, which must equal
+// MaxOffset (or any segment-aligned offset when the log is empty). The
+// master's segment size must equal this log's.
+func (l *Log) AppendRaw(offset int64, data []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	f := l.q.Last()
+	if f == nil {
+		if offset%l.opts.FileSize != 0 {
+			return fmt.Errorf("%w: %d into an empty log", ErrWrongOffset, offset)
+		}
+		var err error
+		if f, err = l.q.Ensure(offset); err != nil {
+			return err
+		}
+	}
+	if end := f.Base() + f.WrotePosition(); end != offset {
+		return fmt.Errorf("%w: %d, end is %d", ErrWrongOffset, offset, end)
+	}
+	for len(data) > 0 {
+		if f.Full() {
+			var err error
+			if f, err = l.q.Ensure(f.Base() + f.Size()); err != nil {
+				return err
+			}
+		}
+		pos := f.WrotePosition()
+		k := min(int64(len(data)), f.Size()-pos)
+		f.WriteAt(data[:k], pos)
+		f.SetWrotePosition(pos + k)
+		data = data[k:]
+	}
+	if l.opts.OnAppend != nil {
+		l.opts.OnAppend()
+	}
+	return nil
+}
+
+// Read appends n bytes at offset to dst. The range must lie in one segment
+// below the written end. Safe concurrently with appends and retention.
+func (l *Log) Read(dst []byte, offset int64, n int) ([]byte, error) {
+	err := l.View(offset, func(b []byte) error {
+		if n > len(b) {
+			return fmt.Errorf("%w: %d bytes at %d", ErrOffsetBeyond, n, offset)
+		}
+		dst = append(dst, b[:n]...)
+		return nil
+	})
+	return dst, err
+}
+
+// View calls fn with the written bytes of the segment holding offset,
+// starting at offset. The slice aliases the mapping and is valid only
+// during the call; fn must not retain or modify it.
+func (l *Log) View(offset int64, fn func(b []byte) error) error {
+	f := l.q.Find(offset)
+	if f == nil {
+		if offset < l.q.MinOffset() {
+			return fmt.Errorf("%w: %d < %d", ErrOffsetRemoved, offset, l.q.MinOffset())
+		}
+		return fmt.Errorf("%w: %d", ErrOffsetBeyond, offset)
+	}
+	defer f.Release()
+	pos := offset - f.Base()
+	w := f.WrotePosition()
+	if pos >= w {
+		return fmt.Errorf("%w: %d (end %d)", ErrOffsetBeyond, offset, f.Base()+w)
+	}
+	return fn(f.Data()[pos:w])
+}
+
+// ReadRecord appends the whole stored record at offset to dst, checking
+// its size and magic code (not its CRC).
+func (l *Log) ReadRecord(dst []byte, offset int64) ([]byte, error) {
+	err := l.View(offset, func(b []byte) error {
+		size, magic, err := protocol.PeekRecord(b)
+		if err != nil {
+			return err
+		}
+		if magic != protocol.MessageMagic || size < protocol.RecordMinSize || int(size) > len(b) {
+			return fmt.Errorf("%w: no record at commit log offset %d", protocol.ErrMalformed, offset)
+		}
+		dst = append(dst, b[:size]...)
+		return nil
+	})
+	return dst, err
+}
+
+// ReadRaw returns a copy of up to max bytes of the log from offset, not
+// crossing a segment end (for replication).
+func (l *Log) ReadRaw(offset int64, max int) ([]byte, error) {
+	var out []byte
+	err := l.View(offset, func(b []byte) error {
+		out = append([]byte(nil), b[:min(len(b), max)]...)
+		return nil
+	})
+	return out, err
+}
+
+// NextSegment returns the base of the segment after the one holding offset.
+func (l *Log) NextSegment(offset int64) int64 {
+	return offset - offset%l.opts.FileSize + l.opts.FileSize
+}
+
+// WaitFlushed blocks until everything up to end is durable, the timeout
+// passes (ErrFlushTimeout) or ctx ends. It asks the group-commit goroutine
+// for a flush; all waiters present when a flush starts share it.
+func (l *Log) WaitFlushed(ctx context.Context, end int64, timeout time.Duration) error {
+	var timer <-chan time.Time
+	for {
+		if l.flushed.Load() >= end {
+			return nil
+		}
+		if e := l.ferr.Load(); e != nil {
+			return *e
+		}
+		l.fmu.Lock()
+		done := l.fdone
+		l.fmu.Unlock()
+		if l.flushed.Load() >= end {
+			return nil
+		}
+		select {
+		case l.freq <- struct{}{}:
+		default:
+		}
+		if timer == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-done:
+		case <-timer:
+			return ErrFlushTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.stop:
+			if l.flushed.Load() >= end {
+				return nil
+			}
+			return ErrClosed
+		}
+	}
+}
+
+// Flush makes everything written durable now.
+func (l *Log) Flush() error {
+	start := time.Now()
+	end, err := l.q.Flush()
+	if err != nil {
+		l.ferr.Store(&err)
+		return err
+	}
+	l.FlushDur.Add(int64(time.Since(start)))
+	l.Flushes.Add(1)
+	if end > l.flushed.Load() {
+		l.flushed.Store(end)
+	}
+	l.fmu.Lock()
+	close(l.fdone)
+	l.fdone = make(chan struct{})
+	l.fmu.Unlock()
+	return nil
+}
+
+// groupCommit is the SYNC_FLUSH flusher: every round flushes whatever was
+// written when it started, so all appends that queued up during the
+// previous fdatasync share the next one.
+func (l *Log) groupCommit() {
+	defer l.wg.Done()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.freq:
+		case <-tick.C:
+			if l.q.MaxOffset() <= l.flushed.Load() {
+				continue
+			}
+		}
+		if err := l.Flush(); err != nil {
+			l.log.Error("commit log flush failed", "err", err)
+		}
+	}
+}
+
+// periodicFlush is the ASYNC_FLUSH flusher (RocketMQ FlushRealTimeService):
+// every Interval it flushes when at least LeastPages pages are dirty, and
+// any amount once Thorough has passed since the last full flush.
+func (l *Log) periodicFlush() {
+	defer l.wg.Done()
+	tick := time.NewTicker(l.opts.Interval)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		case <-l.freq: // an explicit WaitFlushed in async mode
+			last = time.Time{}
+		}
+		dirty := l.q.MaxOffset() - l.flushed.Load()
+		if dirty <= 0 {
+			continue
+		}
+		if dirty < int64(l.opts.LeastPages)*4096 && time.Since(last) < l.opts.Thorough {
+			continue
+		}
+		if err := l.Flush(); err != nil {
+			l.log.Error("commit log flush failed", "err", err)
+		}
+		last = time.Now()
+	}
+}
+
+// Shutdown refuses new appends, waits for the one in progress, stops the
+// flusher and flushes everything. It does not unmap; call Close after.
+func (l *Log) Shutdown() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	if l.started {
+		close(l.stop)
+		l.wg.Wait()
+		l.started = false
+	}
+	return l.Flush()
+}
+
+// Close unmaps the segments (after readers release them). Call Shutdown
+// first to flush.
+func (l *Log) Close() { l.q.Close() }
+
+// RemoveFront deletes up to n of the oldest segments (never the current
+// one). Readers in flight keep valid mappings until they finish.
+func (l *Log) RemoveFront(n int) int { return l.q.RemoveFront(n) }

@@ -1,0 +1,5 @@
+//go:build !stress
+
+package store
+
+const defaultCrashIterations = 20

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store/commitlog"
+	"github.com/tidemq/tide/broker/internal/store/consumequeue"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// The dispatcher (RocketMQ's ReputMessageService) follows the commit log
+// from reputFrom and, for each record, writes its consume-queue unit,
+// indexes its keys and calls the dispatch listener. It is woken by every
+// append and also polls, so a lost wake-up only delays it.
+
+func (s *Store) wakeDispatcher() {
+	select {
+	case s.dwake <- struct{}{}:
+	default:
+	}
+}
+
+func newTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
+func (s *Store) dispatchLoop() {
+	defer s.wg.Done()
+	t := newTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.dwake:
+		case <-t.C:
+		}
+		s.dispatchAvailable()
+	}
+}
+
+// dispatchAvailable dispatches everything written so far. Dispatcher
+// goroutine, Open and Close only.
+func (s *Store) dispatchAvailable() {
+	for s.reputFrom < s.cl.MaxOffset() {
+		from := s.reputFrom
+		err := s.cl.View(from, func(b []byte) error {
+			pos := 0
+			for pos < len(b) {
+				v, err := protocol.ViewRecord(b[pos:], false)
+				if errors.Is(err, protocol.ErrBlank) {
+					s.reputFrom = s.cl.NextSegment(from)
+					return nil
+				}
+				if err != nil {
+					// A replicated append may end inside a record: wait
+					// for the rest unless the segment is already full.
+					full := (from+int64(len(b)))%s.cl.FileSize() == 0
+					if errors.Is(err, protocol.ErrTruncated) && !full {
+						return errPartial
+					}
+					return err
+				}
+				s.dispatchRecord(from+int64(pos), &v)
+				pos += int(v.Size)
+				s.reputFrom = from + int64(pos)
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errPartial):
+		case errors.Is(err, commitlog.ErrOffsetRemoved):
+			s.reputFrom = s.cl.MinOffset()
+		case err != nil:
+			// The appender only publishes whole records, so this is
+			// corruption under a live store: skip to the next segment
+			// rather than stall every consumer.
+			s.corrupt.Add(1)
+			s.log.Error("dispatch: invalid record, skipping to the next segment", "offset", s.reputFrom, "err", err)
+			s.reputFrom = s.cl.NextSegment(s.reputFrom)
+		}
+		s.dispatched.Store(s.reputFrom)
+		s.dmu.Lock()
+		close(s.ddone)
+		s.ddone = make(chan struct{})
+		s.dmu.Unlock()
+		if errors.Is(err, errPartial) {
+			return
+		}
+	}
+}
+
+var errPartial = errors.New("partial record at the end of the written data")
+
+func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
+	topic := string(v.Topic)
+	props := string(v.Properties)
+	tx := protocol.TxType(v.SysFlag)
+	if tx != protocol.SysFlagTxPrepared && tx != protocol.SysFlagTxRollback {
+		tags := s.tagsCode(topic, v, props)
+		if q := s.queue(topic, v.QueueID, true); q != nil {
+			added, err := q.Put(v.QueueOffset, consumequeue.Unit{Offset: phy, Size: v.Size, TagsCode: tags})
+			if err != nil {
+				s.log.Error("dispatch: consume queue put", "topic", topic, "queue", v.QueueID, "err", err)
+			}
+			if added {
+				if fn := s.listener.Load(); fn != nil {
+					(*fn)(topic, v.QueueID, v.QueueOffset, tags, v.Properties)
+				}
+			}
+		}
+	}
+	if s.idx != nil && tx != protocol.SysFlagTxRollback {
+		if id, ok := protocol.PropertyValue(props, protocol.PropUniqKey); ok && id != "" {
+			s.index(topic, id, phy, v.StoreTimestamp)
+		}
+		if keys, ok := protocol.PropertyValue(props, protocol.PropKeys); ok {
+			for _, k := range strings.Fields(keys) {
+				s.index(topic, k, phy, v.StoreTimestamp)
+			}
+		}
+	}
+}
+
+func (s *Store) index(topic, key string, phy, ts int64) {
+	if err := s.idx.Put(topic+"#"+key, phy, ts); err != nil {
+		s.log.Error("dispatch: index put", "err", err)
+	}
+}
+
+// tagsCode is TagsHashCode(TAGS), or for SCHEDULE_TOPIC_XXXX the delivery
+// time: store time plus the delay of the message's level (DELAY, else
+// queueId+1), clamped to the configured levels.
+func (s *Store) tagsCode(topic string, v *protocol.RecordView, props string) int64 {
+	if topic == ScheduleTopic {
+		level := int(v.QueueID) + 1
+		if d, ok := protocol.PropertyValue(props, protocol.PropDelayLevel); ok {
+			if n, err := strconv.Atoi(d); err == nil && n > 0 {
+				level = n
+			}
+		}
+		level = max(1, min(level, len(s.delay)))
+		return v.StoreTimestamp + s.delay[level-1].Milliseconds()
+	}
+	if t, ok := protocol.PropertyValue(props, protocol.PropTags); ok {
+		return protocol.TagsHashCode(t)
+	}
+	return 0
+}
+
+// DispatchedOffset returns the commit log offset up to which consume
+// queues and index are built.
+func (s *Store) DispatchedOffset() int64 { return s.dispatched.Load() }
+
+// WaitDispatched blocks until everything below phy is dispatched or ctx
+// ends. Pass MaxPhyOffset() to wait for everything appended so far.
+func (s *Store) WaitDispatched(ctx context.Context, phy int64) error {
+	for {
+		s.dmu.Lock()
+		done := s.ddone
+		s.dmu.Unlock()
+		if s.dispatched.Load() >= phy {
+			return nil
+		}
+		s.wakeDispatcher()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,171 @@
+// Package index maps message keys (every KEYS value and UNIQ_KEY, as
+// "topic#key") to commit log offsets, queryable by key and store time
+// range, in RocketMQ's IndexFile format. Files are named by their creation
+// time (yyyyMMddHHmmssSSS); a new one starts when the current one is full.
+//
+// File layout (big-endian):
+//
+//	+-----------------------------------------------+
+//	| header 40 bytes                               |
+//	|   beginTimestamp 8 | endTimestamp 8           |
+//	|   beginPhyOffset 8 | endPhyOffset 8           |
+//	|   hashSlotCount 4  | indexCount 4 (starts 1)  |
+//	+-----------------------------------------------+
+//	| slots: slotNum x 4 bytes, each the index of   |
+//	| the newest entry hashed there (0 = empty)     |
+//	+-----------------------------------------------+
+//	| entries: indexNum x 20 bytes                  |
+//	|   keyHash 4 | commitLogOffset 8 |             |
+//	|   timeDiff 4 (s since begin) | prevIndex 4    |
+//	+-----------------------------------------------+
+//
+// Entry 0 is never used, so a slot or prevIndex of 0 ends a chain.
+package index
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store/segment"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+const (
+	headerSize = 40
+	entrySize  = 20
+	slotSize   = 4
+)
+
+// FileSize returns the size of an index file with the given geometry.
+func FileSize(slotNum, indexNum int) int64 {
+	return headerSize + int64(slotNum)*slotSize + int64(indexNum)*entrySize
+}
+
+// file is one index file. Callers (Service) serialize access.
+type file struct {
+	f        *segment.File
+	name     string
+	slotNum  int
+	indexNum int
+	data     []byte
+	dirty    atomic.Bool
+}
+
+func createFile(dir string, now time.Time, slotNum, indexNum int) (*file, error) {
+	name := now.Format("20060102150405.000")
+	name = strings.Replace(name, ".", "", 1)
+	path := filepath.Join(dir, name)
+	sf, err := segment.Create(path, 0, FileSize(slotNum, indexNum), false)
+	if err != nil {
+		return nil, err
+	}
+	x := &file{f: sf, name: name, slotNum: slotNum, indexNum: indexNum, data: sf.Data()}
+	x.setCount(1)
+	sf.SetWrotePosition(sf.Size())
+	return x, nil
+}
+
+func openFile(path string, slotNum, indexNum int) (*file, error) {
+	sf, err := segment.Open(path, 0, FileSize(slotNum, indexNum))
+	if err != nil {
+		return nil, err
+	}
+	x := &file{f: sf, name: filepath.Base(path), slotNum: slotNum, indexNum: indexNum, data: sf.Data()}
+	if x.count() < 1 || x.count() > indexNum {
+		sf.Close()
+		return nil, fmt.Errorf("index file %s: bad index count %d", path, x.count())
+	}
+	sf.SetWrotePosition(sf.Size())
+	return x, nil
+}
+
+var be = binary.BigEndian
+
+func (x *file) beginTS() int64    { return int64(be.Uint64(x.data[0:])) }
+func (x *file) endTS() int64      { return int64(be.Uint64(x.data[8:])) }
+func (x *file) beginPhy() int64   { return int64(be.Uint64(x.data[16:])) }
+func (x *file) endPhy() int64     { return int64(be.Uint64(x.data[24:])) }
+func (x *file) count() int        { return int(int32(be.Uint32(x.data[36:]))) }
+func (x *file) setCount(n int)    { be.PutUint32(x.data[36:], uint32(n)) }
+func (x *file) full() bool        { return x.count() >= x.indexNum }
+func (x *file) slotPos(s int) int { return headerSize + s*slotSize }
+func (x *file) entryPos(i int) int {
+	return headerSize + x.slotNum*slotSize + i*entrySize
+}
+
+// keyHash is Java's indexKeyHashMethod: |String.hashCode|, 0 when the
+// absolute value overflows.
+func keyHash(key string) int32 {
+	h := int32(protocol.TagsHashCode(key))
+	if h < 0 {
+		h = -h
+	}
+	if h < 0 {
+		h = 0
+	}
+	return h
+}
+
+// put adds an entry; false when the file is full.
+func (x *file) put(key string, phy, storeTS int64) bool {
+	n := x.count()
+	if n >= x.indexNum {
+		return false
+	}
+	h := keyHash(key)
+	slot := int(h) % x.slotNum
+	sp := x.slotPos(slot)
+	prev := int32(be.Uint32(x.data[sp:]))
+	if prev < 0 || int(prev) >= n {
+		prev = 0
+	}
+	if n == 1 {
+		be.PutUint64(x.data[0:], uint64(storeTS))
+		be.PutUint64(x.data[16:], uint64(phy))
+	}
+	diff := (storeTS - x.beginTS()) / 1000
+	diff = max(0, min(diff, 1<<31-1))
+	ep := x.entryPos(n)
+	be.PutUint32(x.data[ep:], uint32(h))
+	be.PutUint64(x.data[ep+4:], uint64(phy))
+	be.PutUint32(x.data[ep+12:], uint32(diff))
+	be.PutUint32(x.data[ep+16:], uint32(prev))
+	if prev == 0 {
+		be.PutUint32(x.data[32:], be.Uint32(x.data[32:])+1) // hashSlotCount
+	}
+	be.PutUint32(x.data[sp:], uint32(n))
+	be.PutUint64(x.data[8:], uint64(storeTS))
+	be.PutUint64(x.data[24:], uint64(phy))
+	x.setCount(n + 1)
+	x.dirty.Store(true)
+	return true
+}
+
+// query appends to out the offsets of entries with key's hash stored in
+// [begin, end] ms, newest first, up to max in total.
+func (x *file) query(out []int64, key string, max int, begin, end int64) []int64 {
+	n := x.count()
+	h := keyHash(key)
+	idx := int(int32(be.Uint32(x.data[x.slotPos(int(h)%x.slotNum):])))
+	base := x.beginTS()
+	for steps := 0; idx > 0 && idx < n && len(out) < max && steps < n; steps++ {
+		ep := x.entryPos(idx)
+		eh := int32(be.Uint32(x.data[ep:]))
+		phy := int64(be.Uint64(x.data[ep+4:]))
+		ts := base + int64(be.Uint32(x.data[ep+12:]))*1000
+		prev := int(int32(be.Uint32(x.data[ep+16:])))
+		// The time diff is truncated to seconds: widen the window by one.
+		if eh == h && ts >= begin-1000 && ts <= end {
+			out = append(out, phy)
+		}
+		if ts < begin-1000 || prev >= idx {
+			break
+		}
+		idx = prev
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package index
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+)
+
+func TestKeyHash(t *testing.T) {
+	tests := []struct {
+		key  string
+		want int32
+	}{
+		{"", 0},
+		{"hello", 99162322}, // Java "hello".hashCode()
+		{"TopicTest#KEY1", abs32(int32(javaHash("TopicTest#KEY1")))},
+		{"polygenelubricants", 0}, // hashCode is Integer.MIN_VALUE: |h| overflows to 0
+	}
+	for _, tc := range tests {
+		if got := keyHash(tc.key); got != tc.want {
+			t.Errorf("keyHash(%q) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+func javaHash(s string) int32 {
+	var h int32
+	for _, c := range s {
+		h = 31*h + int32(c)
+	}
+	return h
+}
+
+func abs32(v int32) int32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func TestFileLayout(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), SlotNum: 8, IndexNum: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Put("t#a", 100, 5000)
+	s.Put("t#a", 200, 7500)
+	x := s.files[0]
+	be := binary.BigEndian
+	h := keyHash("t#a")
+	slot := int(h) % 8
+	checks := []struct {
+		name string
+		got  int64
+		want int64
+	}{
+		{"beginTimestamp", int64(be.Uint64(x.data[0:])), 5000},
+		{"endTimestamp", int64(be.Uint64(x.data[8:])), 7500},
+		{"beginPhyOffset", int64(be.Uint64(x.data[16:])), 100},
+		{"endPhyOffset", int64(be.Uint64(x.data[24:])), 200},
+		{"hashSlotCount", int64(be.Uint32(x.data[32:])), 1},
+		{"indexCount", int64(be.Uint32(x.data[36:])), 3},
+		{"slot", int64(be.Uint32(x.data[40+4*slot:])), 2},
+		{"entry2 hash", int64(be.Uint32(x.data[x.entryPos(2):])), int64(h)},
+		{"entry2 offset", int64(be.Uint64(x.data[x.entryPos(2)+4:])), 200},
+		{"entry2 time diff", int64(be.Uint32(x.data[x.entryPos(2)+12:])), 2},
+		{"entry2 prev", int64(be.Uint32(x.data[x.entryPos(2)+16:])), 1},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if FileSize(8, 4) != 40+32+80 {
+		t.Fatal("FileSize")
+	}
+}
+
+func TestServiceQueryRollReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, SlotNum: 4, IndexNum: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if err := s.Put(fmt.Sprintf("t#k%d", i%5), int64(i), int64(1000+i*1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Files() < 5 {
+		t.Fatalf("%d files, want a roll every 9 entries", s.Files())
+	}
+	got := s.Query("t#k3", 100, 0, 1<<62)
+	if len(got) != 10 || got[0] != 48 {
+		t.Fatalf("k3: %v", got)
+	}
+	// Time range: entries stored in [20000, 30000] ms.
+	got = s.Query("t#k0", 100, 20000, 30000)
+	for _, off := range got {
+		if ts := 1000 + off*1000; ts < 19000 || ts > 30000 {
+			t.Fatalf("offset %d outside the range", off)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("time range query found nothing")
+	}
+	if got := s.Query("t#k1", 3, 0, 1<<62); len(got) != 3 {
+		t.Fatalf("max 3: %v", got)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n := s.RemoveBefore(20)
+	if n == 0 {
+		t.Fatal("RemoveBefore removed nothing")
+	}
+	for _, off := range s.Query("t#k0", 100, 0, 1<<62) {
+		if off < 9 {
+			t.Fatalf("entry %d from a removed file", off)
+		}
+	}
+	s.Close()
+	s, err = Open(Options{Dir: dir, SlotNum: 4, IndexNum: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Query("t#k3", 100, 0, 1<<62); len(got) == 0 || got[0] != 48 {
+		t.Fatalf("after reopen: %v", got)
+	}
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"errors"
+	"os"
+
+	"github.com/tidemq/tide/broker/internal/store/checkpoint"
+)
+
+// recover restores a consistent state before the store serves anything:
+//
+//  1. commit log: validate records from the checkpoint on (all of it with
+//     no usable checkpoint), truncate after the last valid one;
+//  2. consume queues: drop trailing units pointing past that end and
+//     correct their minimum to the commit log's start;
+//  3. re-dispatch from the checkpoint's logics offset (idempotent: units
+//     already present are skipped), so consume queues and index cover
+//     every valid record;
+//  4. queue offset counters = consume queue max offsets.
+func (s *Store) recover() error {
+	_, err := os.Stat(s.cfg.abortPath())
+	abnormal := err == nil
+	cp, ok, err := checkpoint.Load(s.cfg.checkpointPath())
+	if err != nil {
+		s.log.Warn("checkpoint unusable, scanning the whole commit log", "err", err)
+	}
+	from, reput := int64(-1), s.cl.MinOffset()
+	if ok {
+		from = min(cp.PhysicOffset, cp.LogicsOffset)
+		reput = cp.LogicsOffset
+	}
+	checkCRC := abnormal && s.cfg.CheckCRCOnRecover
+	res, err := s.cl.Recover(from, checkCRC)
+	if err != nil {
+		return err
+	}
+	if abnormal || res.Reason != nil {
+		s.log.Warn("commit log recovered", "abnormal", abnormal, "scanFrom", res.Start, "end", res.End,
+			"records", res.Records, "truncatedBytes", res.Truncated, "stopReason", errString(res.Reason))
+	}
+	for _, e := range res.Skipped {
+		s.corrupt.Add(1)
+		s.log.Error("commit log damage inside a segment; its rest is skipped", "err", e)
+	}
+	end := s.cl.MaxOffset()
+	clMin := s.cl.MinOffset()
+	for _, q := range s.queues() {
+		if n := q.Recover(end); n > 0 {
+			s.log.Warn("consume queue units past the commit log end dropped", "topic", q.Topic(), "queue", q.ID(), "units", n)
+		}
+		q.CorrectMinOffset(clMin)
+	}
+	s.reputFrom = max(clMin, min(reput, end))
+	s.dispatched.Store(s.reputFrom)
+	s.dispatchAvailable()
+	for _, q := range s.queues() {
+		s.qoff[queueKey{q.Topic(), q.ID()}] = q.MaxOffset()
+	}
+	s.lastCP = cp
+	return s.saveCheckpoint(false)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// saveCheckpoint records the durable state. At shutdown everything has
+// just been flushed, so both offsets are the end.
+func (s *Store) saveCheckpoint(final bool) error {
+	cp := s.lastCP
+	if final {
+		cp.PhysicOffset = s.cl.FlushedOffset()
+		cp.LogicsOffset = s.dispatched.Load()
+	}
+	if cp == s.lastCP && !final {
+		if _, err := os.Stat(s.cfg.checkpointPath()); err == nil {
+			return nil
+		}
+	}
+	if err := checkpoint.Save(s.cfg.checkpointPath(), cp); err != nil {
+		return err
+	}
+	s.lastCP = cp
+	return nil
+}
+
+// flushLogics flushes consume queues and index and then advances the
+// checkpoint to what is known durable. Called by the flush goroutine and
+// Close (never concurrently).
+func (s *Store) flushLogics() error {
+	d := s.dispatched.Load() // everything below is in the queues being flushed
+	var errs []error
+	for _, q := range s.queues() {
+		if err := q.Flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.idx != nil {
+		if err := s.idx.Flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	cp := s.lastCP
+	cp.PhysicOffset = s.cl.FlushedOffset()
+	cp.LogicsOffset = min(d, cp.PhysicOffset)
+	now := s.now().UnixMilli()
+	if cp.PhysicOffset != s.lastCP.PhysicOffset {
+		cp.PhysicTimestamp = now
+	}
+	if cp.LogicsOffset != s.lastCP.LogicsOffset {
+		cp.LogicsTimestamp, cp.IndexTimestamp = now, now
+	}
+	if cp == s.lastCP {
+		return nil
+	}
+	if err := checkpoint.Save(s.cfg.checkpointPath(), cp); err != nil {
+		return err
+	}
+	s.lastCP = cp
+	s.indexTS.Store(cp.IndexTimestamp)
+	return nil
+}
+
+// flushLogicsLoop runs flushLogics every flushIntervalConsumeQueue and
+// refreshes the disk-full flag.
+func (s *Store) flushLogicsLoop() {
+	defer s.wg.Done()
+	t := newTicker(ms(s.cfg.FlushIntervalConsumeQueue))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.checkDisk()
+		if err := s.flushLogics(); err != nil {
+			s.log.Error("flush consume queues", "err", err)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"github.com/tidemq/tide/broker/internal/store"
+	"net"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Options configures a broker. Field tags name the broker.conf keys, which
+// are RocketMQ's own, so an existing broker.conf works unchanged (keys Tide
+// does not know are reported by Apply and logged as warnings).
+//
+// Get a value with DefaultOptions, change it, and call Validate (New does).
+type Options struct {
+	BrokerClusterName string `conf:"brokerClusterName"`
+	BrokerName        string `conf:"brokerName"`
+	BrokerID          int64  `conf:"brokerId"`
+	BrokerRole        string `conf:"brokerRole"` // ASYNC_MASTER, SYNC_MASTER or SLAVE
+	// ListenPort is the client port; ListenAddr (Tide) may bind a specific
+	// interface. Port 0 picks a free port (tests).
+	ListenPort int    `conf:"listenPort"`
+	ListenAddr string `conf:"listenAddr"`
+	// NamesrvAddr lists NameServers separated by ';'.
+	NamesrvAddr string `conf:"namesrvAddr"`
+	// BrokerIP1 is the address clients dial: what is registered with the
+	// NameServers and written as store host into every message.
+	BrokerIP1        string `conf:"brokerIP1"`
+	BrokerIP2        string `conf:"brokerIP2"`
+	HAListenPort     int    `conf:"haListenPort"`
+	HAMasterAddress  string `conf:"haMasterAddress"`
+	BrokerPermission int32  `conf:"brokerPermission"`
+
+	// Store holds the storage keys (storePathRootDir, flushDiskType,
+	// mappedFileSizeCommitLog, maxMessageSize, messageDelayLevel, ...).
+	Store store.Config
+
+	AutoCreateTopicEnable       bool   `conf:"autoCreateTopicEnable"`
+	AutoCreateSubscriptionGroup bool   `conf:"autoCreateSubscriptionGroup"`
+	DefaultTopicQueueNums       int32  `conf:"defaultTopicQueueNums"`
+	ClusterTopicEnable          bool   `conf:"clusterTopicEnable"`
+	BrokerTopicEnable           bool   `conf:"brokerTopicEnable"`
+	TraceTopicEnable            bool   `conf:"traceTopicEnable"`
+	TraceOn                     bool   `conf:"traceOn"`
+	RegionID                    string `conf:"regionId"`
+	EnablePropertyFilter        bool   `conf:"enablePropertyFilter"`
+	StoreReplyMessageEnable     bool   `conf:"storeReplyMessageEnable"`
+
+	LongPollingEnable                 bool `conf:"longPollingEnable"`
+	ShortPollingTimeMills             int  `conf:"shortPollingTimeMills"`
+	MaxTransferBytesOnMessageInMemory int  `conf:"maxTransferBytesOnMessageInMemory"`
+	MaxTransferCountOnMessageInMemory int  `conf:"maxTransferCountOnMessageInMemory"`
+	SlaveReadEnable                   bool `conf:"slaveReadEnable"`
+
+	TransactionTimeOut       int `conf:"transactionTimeOut"`
+	TransactionCheckInterval int `conf:"transactionCheckInterval"`
+	TransactionCheckMax      int `conf:"transactionCheckMax"`
+
+	RegisterNameServerPeriod    int `conf:"registerNameServerPeriod"`
+	RegisterBrokerTimeoutMills  int `conf:"registerBrokerTimeoutMills"`
+	FlushConsumerOffsetInterval int `conf:"flushConsumerOffsetInterval"`
+	FlushDelayOffsetInterval    int `conf:"flushDelayOffsetInterval"`
+
+	// TimerMaxDelaySec bounds arbitrary-time delivery (RocketMQ 5's
+	// timerMaxDelaySec); later deliver-at times are refused.
+	TimerMaxDelaySec int `conf:"timerMaxDelaySec"`
+
+	ServerSocketMaxFrame int `conf:"serverSocketMaxFrameSize"`
+}
+
+// DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are
+// noted on the fields they affect: enablePropertyFilter is on, so SQL92
+// subscriptions work out of the box).
+func DefaultOptions() Options {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "broker-a"
+	}
+	return Options{
+		BrokerClusterName:                 "DefaultCluster",
+		BrokerName:                        host,
+		BrokerID:                          0,
+		BrokerRole:                        "ASYNC_MASTER",
+		ListenPort:                        10911,
+		BrokerIP1:                         defaultIP(),
+		BrokerPermission:                  6,
+		Store:                             store.DefaultConfig(),
+		AutoCreateTopicEnable:             true,
+		AutoCreateSubscriptionGroup:       true,
+		DefaultTopicQueueNums:             8,
+		ClusterTopicEnable:                true,
+		BrokerTopicEnable:                 true,
+		TraceOn:                           true,
+		RegionID:                          "DefaultRegion",
+		EnablePropertyFilter:              true,
+		StoreReplyMessageEnable:           true,
+		LongPollingEnable:                 true,
+		ShortPollingTimeMills:             1000,
+		MaxTransferBytesOnMessageInMemory: 256 * 1024,
+		MaxTransferCountOnMessageInMemory: 32,
+		TransactionTimeOut:                6000,
+		TransactionCheckInterval:          60000,
+		TransactionCheckMax:               15,
+		RegisterNameServerPeriod:          30000,
+		RegisterBrokerTimeoutMills:        6000,
+		FlushConsumerOffsetInterval:       5000,
+		FlushDelayOffsetInterval:          10000,
+		TimerMaxDelaySec:                  3 * 24 * 3600,
+		ServerSocketMaxFrame:              16 << 20,
+	}
+}
+
+// defaultIP returns the first non-loopback IPv4 address of the host, or
+// 127.0.0.1 (RocketMQ picks brokerIP1 the same way).
+func defaultIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// ErrInvalidOptions wraps every Validate failure.
+var ErrInvalidOptions = errors.New("invalid broker options")
+
+// Validate checks the options and returns every problem found.
+func (o *Options) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if o.BrokerClusterName == "" {
+		bad("brokerClusterName is empty")
+	}
+	if o.BrokerName == "" {
+		bad("brokerName is empty")
+	}
+	switch o.BrokerRole {
+	case "ASYNC_MASTER", "SYNC_MASTER":
+		if o.BrokerID != 0 {
+			bad("brokerRole %s needs brokerId 0, got %d", o.BrokerRole, o.BrokerID)
+		}
+	case "SLAVE":
+		if o.BrokerID <= 0 {
+			bad("brokerRole SLAVE needs brokerId > 0, got %d", o.BrokerID)
+		}
+	default:
+		bad("brokerRole %q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", o.BrokerRole)
+	}
+	if o.ListenPort < 0 || o.ListenPort > 65535 {
+		bad("listenPort %d is not a port", o.ListenPort)
+	}
+	if o.HAListenPort < 0 || o.HAListenPort > 65535 {
+		bad("haListenPort %d is not a port", o.HAListenPort)
+	}
+	if ip := net.ParseIP(o.BrokerIP1); ip == nil || ip.To4() == nil {
+		bad("brokerIP1 %q is not an IPv4 address (the official Go client only parses IPv4 message ids)", o.BrokerIP1)
+	}
+	for _, ns := range o.NameServers() {
+		if _, _, err := net.SplitHostPort(ns); err != nil {
+			bad("namesrvAddr entry %q is not host:port", ns)
+		}
+	}
+	if err := o.Store.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if o.DefaultTopicQueueNums <= 0 || o.DefaultTopicQueueNums > 1024 {
+		bad("defaultTopicQueueNums %d is not in 1..1024", o.DefaultTopicQueueNums)
+	}
+	if o.TransactionTimeOut <= 0 || o.TransactionCheckInterval <= 0 || o.TransactionCheckMax <= 0 {
+		bad("transactionTimeOut, transactionCheckInterval and transactionCheckMax must be positive")
+	}
+	if o.RegisterNameServerPeriod <= 0 {
+		bad("registerNameServerPeriod must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// NameServers returns the NameServer addresses of NamesrvAddr.
+func (o *Options) NameServers() []string {
+	var out []string
+	for _, s := range strings.Split(o.NamesrvAddr, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// IsMaster reports whether the broker is a master.
+func (o *Options) IsMaster() bool { return o.BrokerRole != "SLAVE" }
+
+// Apply sets the options named by the keys of kv (broker.conf keys) and
+// returns the keys it does not know, sorted, for the caller to warn about.
+// A value that does not parse as its field's type is an error naming the
+// key.
+func (o *Options) Apply(kv map[string]string) (unknown []string, err error) {
+	fields := map[string]reflect.Value{}
+	v := reflect.ValueOf(o).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if key := v.Type().Field(i).Tag.Get("conf"); key != "" {
+			fields[key] = v.Field(i)
+		}
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok {
+			if serr := o.Store.Set(k, kv[k]); errors.Is(serr, store.ErrUnknownKey) {
+				unknown = append(unknown, k)
+			} else if serr != nil {
+				return unknown, fmt.Errorf("%w: %v", ErrInvalidOptions, serr)
+			}
+			continue
+		}
+		raw := strings.TrimSpace(kv[k])
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(raw)
+		case reflect.Bool:
+			b, perr := strconv.ParseBool(raw)
+			if perr != nil {
+				return unknown, fmt.Errorf("%w: %s=%q is not a boolean", ErrInvalidOptions, k, raw)
+			}
+			f.SetBool(b)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			n, perr := strconv.ParseInt(raw, 10, f.Type().Bits())
+			if perr != nil {
+				return unknown, fmt.Errorf("%w: %s=%q is not an integer", ErrInvalidOptions, k, raw)
+			}
+			f.SetInt(n)
+		case reflect.Float64:
+			x, perr := strconv.ParseFloat(raw, 64)
+			if perr != nil {
+				return unknown, fmt.Errorf("%w: %s=%q is not a number", ErrInvalidOptions, k, raw)
+			}
+			f.SetFloat(x)
+		}
+	}
+	return unknown, nil
+}

@@ -1,0 +1,66 @@
+package broker
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestOptionsApply(t *testing.T) {
+	o := DefaultOptions()
+	unknown, err := o.Apply(map[string]string{
+		"brokerName": "broker-b", "brokerId": "0", "listenPort": "10921", "flushDiskType": "SYNC_FLUSH",
+		"autoCreateTopicEnable": "false", "diskMaxUsedSpaceRatio": "80", "fancyNewKey": "1", "namesrvAddr": "127.0.0.1:9876;127.0.0.1:9877",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 1 || unknown[0] != "fancyNewKey" {
+		t.Fatalf("unknown = %v", unknown)
+	}
+	if o.BrokerName != "broker-b" || o.ListenPort != 10921 || o.Store.FlushDiskType != "SYNC_FLUSH" || o.AutoCreateTopicEnable || o.Store.DiskMaxUsedSpaceRatio != 80 {
+		t.Fatalf("not applied: %+v", o)
+	}
+	if ns := o.NameServers(); len(ns) != 2 || ns[1] != "127.0.0.1:9877" {
+		t.Fatalf("name servers %v", ns)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOptionsApplyBadValue(t *testing.T) {
+	for _, kv := range []map[string]string{
+		{"listenPort": "abc"}, {"autoCreateTopicEnable": "maybe"}, {"diskMaxUsedSpaceRatio": "x"},
+	} {
+		o := DefaultOptions()
+		if _, err := o.Apply(kv); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("Apply(%v) = %v", kv, err)
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"role", func(o *Options) { o.BrokerRole = "BOSS" }, "brokerRole"},
+		{"slave id", func(o *Options) { o.BrokerRole = "SLAVE" }, "brokerId > 0"},
+		{"master id", func(o *Options) { o.BrokerID = 1 }, "brokerId 0"},
+		{"port", func(o *Options) { o.ListenPort = 70000 }, "listenPort"},
+		{"ip", func(o *Options) { o.BrokerIP1 = "::1" }, "brokerIP1"},
+		{"flush", func(o *Options) { o.Store.FlushDiskType = "SOMETIMES" }, "flushDiskType"},
+		{"delay", func(o *Options) { o.Store.MessageDelayLevel = "1s 5x" }, "messageDelayLevel"},
+		{"ns", func(o *Options) { o.NamesrvAddr = "nohost" }, "namesrvAddr"},
+	}
+	for _, c := range cases {
+		o := DefaultOptions()
+		c.mod(&o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

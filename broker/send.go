@@ -1,0 +1,213 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// handleSend serves SEND_MESSAGE (10), SEND_MESSAGE_V2 (310),
+// SEND_BATCH_MESSAGE (320) and the reply sends (324/325).
+func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	code := req.Code
+	if code == protocol.SendReplyMessage {
+		code = protocol.SendMessage
+	} else if code == protocol.SendReplyMessageV2 {
+		code = protocol.SendMessageV2
+	}
+	h, err := protocol.DecodeSendHeader(code, req.ExtFields)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "bad send header: %v", err)
+	}
+	if !b.opts.IsMaster() {
+		return b.errorResponse(c, req, protocol.ServiceNotAvailable, "the broker[%s] is a slave and cannot accept messages", b.addr)
+	}
+	if b.opts.BrokerPermission&protocol.PermWrite == 0 {
+		return b.errorResponse(c, req, protocol.NoPermission, "the broker[%s] sending message is forbidden", b.addr)
+	}
+	if err := topic.ValidateName(h.Topic); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+	}
+	if topic.IsSendForbidden(h.Topic) {
+		return b.errorResponse(c, req, protocol.NoPermission, "sending message to topic[%s] is forbidden", h.Topic)
+	}
+	tc, created, err := b.topics.CreateOnSend(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums)
+	if err != nil {
+		if errors.Is(err, topic.ErrNotExist) {
+			return b.errorResponse(c, req, protocol.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+		}
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+	}
+	if created {
+		b.log.Info("topic auto-created on send", "topic", h.Topic, "queues", tc.WriteQueueNums, "producerGroup", h.ProducerGroup)
+		b.registry.Trigger()
+	}
+	if !protocol.PermWritable(tc.Perm) {
+		return b.errorResponse(c, req, protocol.NoPermission, "the topic[%s] sending message is forbidden", h.Topic)
+	}
+	qid := h.QueueID
+	maxQ := max(tc.WriteQueueNums, tc.ReadQueueNums)
+	if qid < 0 {
+		qid = rand.Int32N(tc.WriteQueueNums)
+	}
+	if qid >= maxQ {
+		return b.errorResponse(c, req, protocol.SystemError, "request queueId[%d] is illegal, topic %s has %d queues, producer: %s", qid, h.Topic, maxQ, c.RemoteAddr())
+	}
+
+	born := bornHost(c)
+	base := protocol.MessageExt{
+		QueueID:        qid,
+		SysFlag:        h.SysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       born,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	base.Topic = h.Topic
+	base.Flag = h.Flag
+
+	var msgs []*protocol.MessageExt
+	if req.Code == protocol.SendBatchMessage || h.Batch {
+		if protocol.TxType(h.SysFlag) != protocol.SysFlagTxNotType {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "batch messages cannot be transactional")
+		}
+		batchProps := protocol.DecodeProperties(h.Properties)
+		if batchProps[protocol.PropDelayLevel] != "" {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "batch messages cannot be delayed")
+		}
+		items, err := protocol.DecodeBatch(req.Body)
+		if err != nil {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "bad batch body: %v", err)
+		}
+		for _, it := range items {
+			m := base
+			m.Body = it.Body
+			m.Flag = it.Flag
+			m.Properties = protocol.DecodeProperties(it.Properties)
+			for k, v := range batchProps {
+				m.Properties[k] = v
+			}
+			b.stampProperties(&m)
+			msgs = append(msgs, &m)
+		}
+	} else {
+		if len(req.Body) == 0 {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "the message body is empty")
+		}
+		m := base
+		m.Body = req.Body
+		m.Properties = protocol.DecodeProperties(h.Properties)
+		b.stampProperties(&m)
+		msgs = append(msgs, &m)
+	}
+	for _, m := range msgs {
+		if len(m.Body) > b.opts.Store.MaxMessageSize {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "the message body size %d is over the limit of %d bytes (maxMessageSize)", len(m.Body), b.opts.Store.MaxMessageSize)
+		}
+		if p := protocol.EncodeProperties(m.Properties); len(p) > protocol.MaxPropertiesLength {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "the message properties are %d bytes, over the limit of %d", len(p), protocol.MaxPropertiesLength)
+		}
+	}
+	// Retry topics divert to the DLQ once the consumer gave up (RocketMQ's
+	// handleRetryAndDLQ for direct sends).
+	if strings.HasPrefix(h.Topic, topic.RetryPrefix) && len(msgs) == 1 {
+		maxTimes := h.MaxReconsumeTimes
+		if maxTimes < 0 {
+			maxTimes = 16
+		}
+		if h.ReconsumeTimes >= maxTimes {
+			group := strings.TrimPrefix(h.Topic, topic.RetryPrefix)
+			dlq, _, err := b.topics.CreateSystem(topic.DLQTopic(group), 1, protocol.PermWrite|protocol.PermRead)
+			if err != nil {
+				return b.errorResponse(c, req, protocol.SystemError, "create dlq: %v", err)
+			}
+			msgs[0].Topic, msgs[0].QueueID = dlq.TopicName, 0
+		}
+	}
+	return b.putAndRespond(ctx, c, req, msgs)
+}
+
+// stampProperties adds the broker-side properties RocketMQ 4.9 adds on
+// every send.
+func (b *Broker) stampProperties(m *protocol.MessageExt) {
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	m.Properties[protocol.PropCluster] = b.opts.BrokerClusterName
+	if m.Properties[protocol.PropTags] != "" && m.SysFlag&protocol.SysFlagMultiTags != 0 {
+		m.SysFlag &^= protocol.SysFlagMultiTags
+	}
+}
+
+// putAndRespond stores msgs and builds the send response.
+func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt) *protocol.Command {
+	if err := ctx.Err(); err != nil {
+		return b.errorResponse(c, req, protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy: %v", err)
+	}
+	var (
+		res store.PutResult
+		err error
+	)
+	pctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)
+	defer cancel()
+	if len(msgs) == 1 {
+		res, err = b.store.PutMessage(pctx, msgs[0])
+	} else {
+		res, err = b.store.PutMessages(pctx, msgs)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrBadMessage):
+			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
+		case errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrReadOnly), errors.Is(err, store.ErrShuttingDown):
+			return b.errorResponse(c, req, protocol.ServiceNotAvailable, "%v", err)
+		default:
+			return b.errorResponse(c, req, protocol.SystemError, "store: %v", err)
+		}
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	if res.Status == store.PutFlushDiskTimeout {
+		resp.Code = protocol.FlushDiskTimeout
+		resp.Remark = "flush disk timeout"
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
+	}
+	rh := protocol.SendMessageResponseHeader{
+		MsgID:       strings.Join(ids, ","),
+		QueueID:     msgs[0].QueueID,
+		QueueOffset: res.QueueOffset,
+		MsgRegion:   b.opts.RegionID,
+		TraceOn:     b.opts.TraceOn,
+	}
+	resp.ExtFields = rh.Encode()
+	return resp
+}
+
+// bornHost returns the producer's address as seen on the connection.
+func bornHost(c *remoting.Conn) netip.AddrPort {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		if ap := ta.AddrPort(); ap.IsValid() {
+			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
+	}
+	host, port, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err == nil {
+		if a, err := netip.ParseAddr(host); err == nil {
+			p, _ := strconv.Atoi(port)
+			return netip.AddrPortFrom(a.Unmap(), uint16(p))
+		}
+	}
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+}

@@ -1,0 +1,627 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Buffer sizes of the per-connection reader and writer. Frames larger than
+// the buffers bypass them.
+const (
+	readBufferSize  = 32 << 10
+	writeBufferSize = 32 << 10
+	// maxPooledFrame: encode buffers that grew beyond this are dropped
+	// instead of pooled, so one huge response does not pin memory.
+	maxPooledFrame = 1 << 20
+)
+
+var connIDs atomic.Uint64
+
+// connConfig is what a Conn needs from the Server or Client that owns it.
+type connConfig struct {
+	log          *slog.Logger
+	maxFrame     int
+	idleTimeout  time.Duration
+	writeTimeout time.Duration
+	lookup       func(code int16) Handler
+	// server selects the server rules: unknown codes are answered
+	// REQUEST_CODE_NOT_SUPPORTED (a client logs and ignores them).
+	server     bool
+	opaque     *atomic.Int32 // opaque counter shared by the owner's conns
+	limit      *limiter      // owner-wide handler bound
+	perConnMax int32
+}
+
+// Conn is one connection, accepted by a Server or dialled by a Client. Both
+// ends are symmetric: either side may send requests (Invoke,
+// InvokeOneway) and serve the other's (handlers). All methods are safe for
+// concurrent use. Writes are serialised and coalesced; one goroutine per
+// connection reads frames and dispatches them.
+type Conn struct {
+	id  uint64
+	nc  net.Conn
+	cfg *connConfig
+
+	ctx    context.Context // cancelled on close; parent of handler contexts
+	cancel context.CancelFunc
+
+	// write side
+	wmu      sync.Mutex
+	bw       *bufio.Writer
+	werr     error        // sticky write error, guarded by wmu
+	nwaiters atomic.Int32 // writers queued on wmu: the last one flushes
+
+	inflight atomic.Int32 // handlers running for this connection
+
+	mu       sync.Mutex
+	futures  map[int32]*future // nil once closed
+	closeErr error             // why the connection closed
+	onClose  []func(*Conn)
+
+	done   chan struct{}
+	values sync.Map
+}
+
+func newConn(nc net.Conn, cfg *connConfig) *Conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conn{
+		id:      connIDs.Add(1),
+		nc:      nc,
+		cfg:     cfg,
+		ctx:     ctx,
+		cancel:  cancel,
+		bw:      bufio.NewWriterSize(nc, writeBufferSize),
+		futures: map[int32]*future{},
+		done:    make(chan struct{}),
+	}
+}
+
+// ID returns a process-unique connection number (for logs and maps).
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr returns the local address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// Done returns a channel closed when the connection is closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection closed (nil while it is open).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
+}
+
+// SetValue attaches a value to the connection (for example the client id
+// learnt from a heartbeat). Safe for concurrent use.
+func (c *Conn) SetValue(key, val any) { c.values.Store(key, val) }
+
+// Value returns a value stored with SetValue, or nil.
+func (c *Conn) Value(key any) any {
+	v, _ := c.values.Load(key)
+	return v
+}
+
+// String identifies the connection in logs.
+func (c *Conn) String() string {
+	return fmt.Sprintf("conn#%d(%s->%s)", c.id, c.nc.LocalAddr(), c.nc.RemoteAddr())
+}
+
+// Close closes the connection. Pending Invoke calls fail with ErrClosed and
+// pending InvokeAsync callbacks are called with it; handler contexts are
+// cancelled. Close is idempotent; it does not wait for running handlers.
+func (c *Conn) Close() error {
+	return c.closeWith(ErrClosed)
+}
+
+// closeWith closes the connection once, recording cause. It never takes wmu,
+// so writers may call it.
+func (c *Conn) closeWith(cause error) error {
+	c.mu.Lock()
+	if c.futures == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	if !errors.Is(cause, ErrClosed) {
+		cause = fmt.Errorf("%w: %w", ErrClosed, cause)
+	}
+	pending := c.futures
+	c.futures = nil
+	c.closeErr = cause
+	hooks := c.onClose
+	c.onClose = nil
+	c.mu.Unlock()
+
+	err := c.nc.Close()
+	c.cancel()
+	close(c.done)
+	for op, f := range pending {
+		f.complete(nil, fmt.Errorf("%w (request opaque %d to %s)", cause, op, c.nc.RemoteAddr()))
+	}
+	for _, h := range hooks {
+		h(c)
+	}
+	return err
+}
+
+// addCloseHook registers f to run once when the connection closes (at once
+// if it is already closed).
+func (c *Conn) addCloseHook(f func(*Conn)) {
+	c.mu.Lock()
+	if c.futures != nil {
+		c.onClose = append(c.onClose, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f(c)
+}
+
+// ---- requests sent by this end ----
+
+// future is a call waiting for its response. Whoever removes it from the
+// future table completes it, so it completes exactly once.
+type future struct {
+	ch   chan result // sync calls; buffered 1
+	cb   func(*protocol.Command, error)
+	stop func() bool // stops the async timeout; set under Conn.mu
+}
+
+type result struct {
+	cmd *protocol.Command
+	err error
+}
+
+func (f *future) complete(cmd *protocol.Command, err error) {
+	if f.cb == nil {
+		f.ch <- result{cmd, err}
+		return
+	}
+	if f.stop != nil {
+		f.stop()
+	}
+	go f.cb(cmd, err)
+}
+
+func (c *Conn) takeFuture(opaque int32) *future {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.futures[opaque]
+	if f != nil {
+		delete(c.futures, opaque)
+	}
+	return f
+}
+
+// request copies req with a fresh opaque and the given flag bits, so the
+// caller's command is never modified.
+func (c *Conn) request(req *protocol.Command, oneway bool) protocol.Command {
+	r := *req
+	r.Opaque = c.cfg.opaque.Add(1)
+	r.Flag &^= protocol.FlagResponse | protocol.FlagOneway
+	if oneway {
+		r.Flag |= protocol.FlagOneway
+	}
+	return r
+}
+
+// Invoke sends req and waits for the response with the same opaque, or
+// until ctx is done (ErrTimeout, also matching context.DeadlineExceeded, for
+// a deadline). req is not modified or retained: the transport sends a copy
+// with its own opaque. The response is returned whatever its code; use
+// resp.Err() to turn a non-SUCCESS code into an error. A response arriving
+// after the call gave up is dropped.
+func (c *Conn) Invoke(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, fmt.Sprintf("invoke code %d on %s", req.Code, c.nc.RemoteAddr()))
+	}
+	r := c.request(req, false)
+	f := &future{ch: make(chan result, 1)}
+	c.mu.Lock()
+	if c.futures == nil {
+		err := c.closeErr
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.futures[r.Opaque] = f
+	c.mu.Unlock()
+
+	if err := c.send(&r); err != nil {
+		if c.takeFuture(r.Opaque) != nil {
+			return nil, err
+		}
+		res := <-f.ch // completed by a close racing with the failed write
+		return res.cmd, res.err
+	}
+	select {
+	case res := <-f.ch:
+		return res.cmd, res.err
+	case <-ctx.Done():
+		if c.takeFuture(r.Opaque) != nil {
+			return nil, ctxError(ctx, fmt.Sprintf("invoke code %d opaque %d on %s", req.Code, r.Opaque, c.nc.RemoteAddr()))
+		}
+		res := <-f.ch // the response won the race
+		return res.cmd, res.err
+	}
+}
+
+// InvokeAsync sends req and returns once it is written. If it returns nil,
+// cb is called exactly once, in its own goroutine, with the response, or
+// with an error when the connection closes or ctx is done first (give ctx a
+// deadline: without one, only the response or a close ends the call). If it
+// returns an error, cb is never called.
+func (c *Conn) InvokeAsync(ctx context.Context, req *protocol.Command, cb func(*protocol.Command, error)) error {
+	if cb == nil {
+		return errors.New("remoting: InvokeAsync with nil callback")
+	}
+	if ctx.Err() != nil {
+		return ctxError(ctx, fmt.Sprintf("invoke code %d on %s", req.Code, c.nc.RemoteAddr()))
+	}
+	r := c.request(req, false)
+	f := &future{cb: cb}
+	op, code, addr := r.Opaque, req.Code, c.nc.RemoteAddr()
+	c.mu.Lock()
+	if c.futures == nil {
+		err := c.closeErr
+		c.mu.Unlock()
+		return err
+	}
+	c.futures[op] = f
+	// Registered under mu, so a completer that removes f sees stop set. If
+	// ctx is already done the func runs in another goroutine and waits for
+	// mu like any other completer.
+	f.stop = context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		mine := c.futures[op] == f
+		if mine {
+			delete(c.futures, op)
+		}
+		c.mu.Unlock()
+		if mine {
+			cb(nil, ctxError(ctx, fmt.Sprintf("invoke code %d opaque %d on %s", code, op, addr)))
+		}
+	})
+	c.mu.Unlock()
+
+	if err := c.send(&r); err != nil {
+		if c.takeFuture(op) != nil {
+			f.stop()
+			return err
+		}
+		return nil // a close completed f: cb has its error
+	}
+	return nil
+}
+
+// InvokeOneway sends req with the oneway flag bit (2) set, so the peer
+// sends no response, and returns once it is written. req is not modified.
+func (c *Conn) InvokeOneway(ctx context.Context, req *protocol.Command) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx, fmt.Sprintf("oneway code %d on %s", req.Code, c.nc.RemoteAddr()))
+	}
+	r := c.request(req, true)
+	return c.send(&r)
+}
+
+// Reply sends resp as the response to req: it sets resp's Opaque to
+// req's and its response flag. It does nothing for a request with the
+// oneway flag bit. Handlers that return nil use it to answer later (long
+// polling); resp belongs to the transport afterwards.
+func (c *Conn) Reply(req, resp *protocol.Command) error {
+	if req.IsOneway() {
+		return nil
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= protocol.FlagResponse
+	return c.send(resp)
+}
+
+// ---- writing ----
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// send encodes cmd and writes it. It returns once the frame is written or
+// handed to a writer queued behind this one that will flush it. It blocks
+// at most about WriteTimeout per queued writer.
+func (c *Conn) send(cmd *protocol.Command) error {
+	bp := framePool.Get().(*[]byte)
+	frame, err := cmd.AppendFrame((*bp)[:0])
+	if err != nil {
+		framePool.Put(bp)
+		return fmt.Errorf("remoting: encode code %d: %w", cmd.Code, err)
+	}
+	err = c.write(frame)
+	if cap(frame) <= maxPooledFrame {
+		*bp = frame[:0]
+		framePool.Put(bp)
+	}
+	return err
+}
+
+// write appends a frame to the connection's buffer under wmu. Coalescing:
+// a writer that sees other writers queued behind it leaves the flush to the
+// last of them, so a burst of responses goes out in few syscalls.
+func (c *Conn) write(frame []byte) error {
+	err := c.writeLocked(frame)
+	if err != nil {
+		// Outside wmu: close hooks may want to write elsewhere.
+		c.closeWith(err)
+	}
+	return err
+}
+
+func (c *Conn) writeLocked(frame []byte) error {
+	c.nwaiters.Add(1)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nwaiters.Add(-1)
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.cfg.writeTimeout > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.writeTimeout))
+	}
+	_, err := c.bw.Write(frame)
+	if err == nil && c.nwaiters.Load() == 0 {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		c.werr = fmt.Errorf("%w: write to %s: %w", ErrClosed, c.nc.RemoteAddr(), err)
+		c.cfg.log.Debug("remoting: write failed, closing", "conn", c, "err", err)
+		return c.werr
+	}
+	return nil
+}
+
+// ---- reading and dispatch ----
+
+// serve reads frames until the connection fails, then closes it.
+func (c *Conn) serve() {
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	err := c.readLoop(br)
+	c.closeWith(err)
+}
+
+func (c *Conn) readLoop(br *bufio.Reader) error {
+	var lenBuf [4]byte
+	for {
+		if c.cfg.idleTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
+		}
+		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
+			return c.readError(err)
+		}
+		total := binary.BigEndian.Uint32(lenBuf[:])
+		if total < 4 || uint64(total) > uint64(c.cfg.maxFrame) {
+			c.cfg.log.Warn("remoting: bad frame length, closing connection",
+				"conn", c, "length", total, "max", c.cfg.maxFrame)
+			return fmt.Errorf("%w: frame length %d (limit %d)", protocol.ErrFrameTooLarge, total, c.cfg.maxFrame)
+		}
+		// A fresh buffer per frame: the decoded Command's Body aliases it
+		// and is handed to a handler or a caller that may keep it.
+		buf := make([]byte, total)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return c.readError(err)
+		}
+		cmd, err := protocol.DecodeFrame(buf)
+		if err != nil {
+			if !c.badFrame(buf, err) {
+				return err
+			}
+			continue
+		}
+		if cmd.IsResponse() {
+			c.deliver(cmd)
+		} else {
+			c.dispatch(cmd)
+		}
+	}
+}
+
+func (c *Conn) readError(err error) error {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.cfg.log.Info("remoting: idle timeout, closing connection", "conn", c, "idle", c.cfg.idleTimeout)
+		return fmt.Errorf("idle for %v: %w", c.cfg.idleTimeout, err)
+	}
+	c.cfg.log.Debug("remoting: read failed", "conn", c, "err", err)
+	return err
+}
+
+// badFrame handles a frame that was read whole but does not decode. The
+// stream is still in sync, so when the opaque can be recovered the sender is
+// told (SYSTEM_ERROR) and reading goes on; otherwise it reports false and
+// the connection is closed.
+func (c *Conn) badFrame(buf []byte, derr error) bool {
+	opaque, flag, st, ok := salvageHeader(buf)
+	if !ok {
+		c.cfg.log.Warn("remoting: undecodable frame, closing connection", "conn", c, "err", derr)
+		return false
+	}
+	switch {
+	case flag&protocol.FlagResponse != 0:
+		c.cfg.log.Warn("remoting: undecodable response", "conn", c, "opaque", opaque, "err", derr)
+		if f := c.takeFuture(opaque); f != nil {
+			f.complete(nil, fmt.Errorf("remoting: response from %s: %w", c.nc.RemoteAddr(), derr))
+		}
+	case flag&protocol.FlagOneway != 0:
+		c.cfg.log.Warn("remoting: undecodable oneway request", "conn", c, "opaque", opaque, "err", derr)
+	default:
+		c.cfg.log.Warn("remoting: undecodable request, answering SYSTEM_ERROR", "conn", c, "opaque", opaque, "err", derr)
+		resp := protocol.NewResponse(nil, protocol.SystemError, "cannot decode request: "+derr.Error())
+		resp.Opaque = opaque
+		resp.SerializeType = st
+		if err := c.send(resp); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// deliver completes the future waiting for resp.
+func (c *Conn) deliver(resp *protocol.Command) {
+	f := c.takeFuture(resp.Opaque)
+	if f == nil {
+		c.cfg.log.Debug("remoting: response for unknown opaque dropped (late or never asked)",
+			"conn", c, "opaque", resp.Opaque, "code", resp.Code)
+		return
+	}
+	f.complete(resp, nil)
+}
+
+// dispatch runs the handler of req in its own goroutine, within the
+// connection's and the owner's bounds.
+func (c *Conn) dispatch(req *protocol.Command) {
+	h := c.cfg.lookup(req.Code)
+	if h == nil {
+		if !c.cfg.server {
+			c.cfg.log.Warn("remoting: no handler for server request, ignored", "conn", c, "code", req.Code)
+			return
+		}
+		c.cfg.log.Debug("remoting: request code not supported", "conn", c, "code", req.Code)
+		c.replyError(req, protocol.RequestCodeNotSupported, fmt.Sprintf("request type %d not supported", req.Code))
+		return
+	}
+	if c.inflight.Add(1) > c.cfg.perConnMax {
+		c.inflight.Add(-1)
+		c.replyError(req, protocol.SystemBusy,
+			fmt.Sprintf("[OVERLOAD]too many requests in flight on this connection (limit %d), try again later", c.cfg.perConnMax))
+		return
+	}
+	if ok, closing := c.cfg.limit.acquire(); !ok {
+		c.inflight.Add(-1)
+		if closing {
+			c.replyError(req, protocol.SystemBusy, "[SHUTDOWN]server is shutting down")
+		} else {
+			c.replyError(req, protocol.SystemBusy, "[OVERLOAD]too many requests in flight, try again later")
+		}
+		return
+	}
+	go c.run(h, req)
+}
+
+func (c *Conn) run(h Handler, req *protocol.Command) {
+	defer func() {
+		c.inflight.Add(-1)
+		c.cfg.limit.release()
+	}()
+	resp := c.call(h, req)
+	if resp == nil {
+		return
+	}
+	if err := c.Reply(req, resp); err != nil {
+		c.cfg.log.Debug("remoting: reply not sent", "conn", c, "code", req.Code, "opaque", req.Opaque, "err", err)
+	}
+}
+
+// call runs the handler, turning a panic into a SYSTEM_ERROR response.
+func (c *Conn) call(h Handler, req *protocol.Command) (resp *protocol.Command) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.cfg.log.Error("remoting: handler panic", "conn", c, "code", req.Code,
+				"opaque", req.Opaque, "panic", r, "stack", string(debug.Stack()))
+			resp = protocol.NewResponse(req, protocol.SystemError,
+				fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
+		}
+	}()
+	return h.ServeRemoting(c.ctx, c, req)
+}
+
+func (c *Conn) replyError(req *protocol.Command, code int16, remark string) {
+	if req.IsOneway() {
+		return
+	}
+	if err := c.Reply(req, protocol.NewResponse(req, code, remark)); err != nil {
+		c.cfg.log.Debug("remoting: error reply not sent", "conn", c, "err", err)
+	}
+}
+
+// salvageHeader recovers the opaque and flag of a frame (without its length
+// prefix) whose header did not decode, so the sender can be told. A
+// ROCKETMQ header has them at fixed offsets; for anything else the JSON
+// text is scanned for the "opaque" and "flag" keys.
+func salvageHeader(buf []byte) (opaque, flag int32, st byte, ok bool) {
+	if len(buf) < 4 {
+		return 0, 0, 0, false
+	}
+	word := binary.BigEndian.Uint32(buf)
+	st = byte(word >> 24)
+	hdr := buf[4:]
+	if hl := int(word & 0xFFFFFF); hl < len(hdr) {
+		hdr = hdr[:hl]
+	}
+	if st == protocol.SerializeRocketMQ {
+		if len(hdr) < 13 {
+			return 0, 0, st, false
+		}
+		return int32(binary.BigEndian.Uint32(hdr[5:])), int32(binary.BigEndian.Uint32(hdr[9:])), st, true
+	}
+	opaque, ok = scanJSONInt(hdr, "opaque")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	flag, _ = scanJSONInt(hdr, "flag")
+	return opaque, flag, protocol.SerializeJSON, true
+}
+
+// scanJSONInt finds `"key"` followed by optional spaces, ':', optional
+// spaces and an int32 in possibly broken JSON text.
+func scanJSONInt(b []byte, key string) (int32, bool) {
+	pat := `"` + key + `"`
+	for i := 0; i+len(pat) <= len(b); i++ {
+		if string(b[i:i+len(pat)]) != pat {
+			continue
+		}
+		j := skipSpace(b, i+len(pat))
+		if j >= len(b) || b[j] != ':' {
+			continue
+		}
+		j = skipSpace(b, j+1)
+		neg := false
+		if j < len(b) && b[j] == '-' {
+			neg = true
+			j++
+		}
+		var v int64
+		digits := 0
+		for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+			v = v*10 + int64(b[j]-'0')
+			if digits++; digits > 10 {
+				return 0, false
+			}
+		}
+		if neg {
+			v = -v
+		}
+		if digits == 0 || v < -1<<31 || v > 1<<31-1 {
+			return 0, false
+		}
+		return int32(v), true
+	}
+	return 0, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,65 @@
+// Package remoting is Tide's RocketMQ 4.x remoting transport: a TCP Server
+// that serves requests by code and a Client that multiplexes requests over
+// one connection per address. Frames and headers are encoded by package
+// protocol; this package moves them.
+//
+// # Wire rules
+//
+// A response carries its request's opaque and has flag bit 0 set. A
+// request with flag bit 1 (oneway) gets no response, even if its handler
+// returns one; every other request gets exactly one response, including
+// the "oneway" calls of rocketmq-client-go v2.1.2, which never set bit 1.
+// The Server answers unknown codes REQUEST_CODE_NOT_SUPPORTED ("request
+// type N not supported"), a full in-flight bound or a shutdown SYSTEM_BUSY,
+// and a handler panic or an undecodable header SYSTEM_ERROR. A frame longer
+// than MaxFrameSize, or an undecodable frame whose opaque cannot be
+// recovered, closes that connection only. Responses nobody waits for (late
+// ones, after a timeout) are dropped and logged at debug level.
+//
+// Both ends of a connection are symmetric: the server may push requests to a
+// client on the connection the client opened (Conn.Invoke, used for
+// transaction check-back and NOTIFY_CONSUMER_IDS_CHANGED), and the client
+// serves them with the handlers given to Client.Handle; unknown codes are
+// logged and ignored there, as rocketmq-client-go does.
+//
+// # Concurrency
+//
+// Server, Client and Conn are safe for concurrent use. Each connection has
+// one reader goroutine; every request runs its handler in a goroutine of its
+// own, bounded per connection and per Server (or Client). Writes on a
+// connection are serialised and coalesced: a burst of responses goes out in
+// few syscalls. Invoke blocks until the response arrives or its context is
+// done; InvokeAsync and InvokeOneway block only for the write. Writes are
+// bounded by WriteTimeout; a peer that stops reading has its connection
+// closed.
+//
+// # Ownership
+//
+// A request handed to a Handler belongs to the handler: its Body aliases a
+// buffer read for that frame alone and may be kept. A command returned by a
+// handler, or passed to Conn.Reply, belongs to the transport afterwards. A
+// request passed to Invoke, InvokeAsync or InvokeOneway is neither
+// modified nor retained: the transport encodes a copy carrying its own
+// opaque and flag, so the caller may reuse it once the call returns (but
+// must not change it while the call runs). A response returned by Invoke
+// or given to a callback belongs to the caller.
+//
+// # Closing
+//
+// Server.Shutdown stops accepting, answers new requests SYSTEM_BUSY, waits
+// for running handlers (bounded by its context), then closes every
+// connection and waits for the connection goroutines and OnDisconnect hooks;
+// Serve then returns nil. Client.Close and Conn.Close fail every pending
+// call with an error wrapping ErrClosed (each InvokeAsync callback is
+// called once with it) and cancel the contexts of running handlers;
+// Client.Close waits for its reader goroutines, not for handlers. A Client
+// redials an address on the next call after its connection closed.
+//
+// # Errors
+//
+// Transport errors wrap the sentinels ErrClosed, ErrTimeout (which also
+// matches context.DeadlineExceeded), ErrDial and ErrInvalidOptions. Invoke
+// returns a response whatever its code; resp.Err() turns a non-SUCCESS code
+// into a *protocol.Error, and errors.Is(resp.Err(), ErrServerBusy) tests
+// for SYSTEM_BUSY.
+package remoting

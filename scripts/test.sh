@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs `go test` in every module given as an argument, keeps the verbose
+# output in bin/test.log, prints the package results, and ends with one
+# summary line "tests: N passed, N failed, N skipped". Exits non-zero if any
+# package failed.
+set -uo pipefail
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$root/bin"
+log="$root/bin/test.log"
+: >"$log"
+status=0
+for m in "$@"; do
+	echo "== $m"
+	(cd "$m" && "$GO" test -count=1 -p 2 -timeout 20m -v ./... ) >>"$log" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] && status=1
+done
+# package lines and failures, as go test prints them without -v
+grep -E '^(ok|FAIL|---)[[:space:]]|^\?[[:space:]]|^panic:' "$log" | grep -Ev '^--- (PASS|SKIP)' || true
+pass=$(grep -cE '^\s*--- PASS' "$log" || true)
+fail=$(grep -cE '^\s*--- FAIL' "$log" || true)
+skip=$(grep -cE '^\s*--- SKIP' "$log" || true)
+if [ $status -ne 0 ] && [ "$fail" -eq 0 ]; then
+	fail=1 # a build failure or panic outside a named test
+	grep -E '^(#|.*\.go:[0-9]+:)' "$log" | head -50
+fi
+echo "tests: $pass passed, $fail failed, $skip skipped"
+exit $status
