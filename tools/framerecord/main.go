@@ -354,7 +354,9 @@ func (r *recorder) record(name string, raw []byte, preferLarger bool) {
 	r.mu.Unlock()
 }
 
-func ok(req *protocol.Command) *protocol.Command { return protocol.NewResponse(req, protocol.Success, "") }
+func ok(req *protocol.Command) *protocol.Command {
+	return protocol.NewResponse(req, protocol.Success, "")
+}
 
 func (r *recorder) handle(req *protocol.Command, raw []byte, send func(*protocol.Command)) *protocol.Command {
 	switch req.Code {
@@ -532,8 +534,8 @@ func (r *recorder) storedMessage(topic string, queueID int32, queueOffset int64,
 	r.mu.Unlock()
 	now := time.Now().UnixMilli()
 	m := &protocol.MessageExt{
-		Message:     protocol.Message{Topic: topic, Properties: props, Body: []byte("pulled")},
-		QueueID:     queueID, QueueOffset: queueOffset, CommitLogOffset: off,
+		Message: protocol.Message{Topic: topic, Properties: props, Body: []byte("pulled")},
+		QueueID: queueID, QueueOffset: queueOffset, CommitLogOffset: off,
 		BornTimestamp: now, BornHost: netip.MustParseAddrPort("127.0.0.1:50000"),
 		StoreTimestamp: now, StoreHost: r.addr,
 	}

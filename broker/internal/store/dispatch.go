@@ -112,7 +112,7 @@ func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 			}
 		}
 	}
-	if s.idx != nil && tx != protocol.SysFlagTxRollback {
+	if s.idx != nil && tx != protocol.SysFlagTxRollback && phy >= s.indexFrom {
 		if id, ok := protocol.PropertyValue(props, protocol.PropUniqKey); ok && id != "" {
 			s.index(topic, id, phy, v.StoreTimestamp)
 		}

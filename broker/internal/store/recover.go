@@ -51,6 +51,16 @@ func (s *Store) recover() error {
 		q.CorrectMinOffset(clMin)
 	}
 	s.reputFrom = max(clMin, min(reput, end))
+	if s.idx != nil {
+		// Entries at or past the end point at nothing now; keep indexing
+		// from the end then, else skip what the index already holds.
+		switch e := s.idx.EndPhyOffset(); {
+		case e >= end:
+			s.indexFrom = end
+		case e > 0:
+			s.indexFrom = e + 1 // the newest entry's record is indexed
+		}
+	}
 	s.dispatched.Store(s.reputFrom)
 	s.dispatchAvailable()
 	for _, q := range s.queues() {

@@ -127,6 +127,7 @@ type Store struct {
 
 	listener   atomic.Pointer[DispatchListener]
 	reputFrom  int64 // dispatcher goroutine only (and Open)
+	indexFrom  int64 // records below are already indexed (set by recovery)
 	dispatched atomic.Int64
 	dmu        sync.Mutex
 	ddone      chan struct{}

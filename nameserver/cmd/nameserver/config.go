@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/nameserver"
-	"github.com/tidemq/tide/nameserver/internal/props"
+	"github.com/tidemq/tide/pkg/remoting/props"
 )
 
 // config holds the daemon settings as text, the way the properties file

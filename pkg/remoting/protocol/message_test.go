@@ -33,8 +33,8 @@ type storedCase struct {
 func storedCases() []storedCase {
 	base := func() *MessageExt {
 		return &MessageExt{
-			Message:   Message{Topic: "TopicTest", Flag: 3, Body: []byte("hello world")},
-			QueueID:   2, QueueOffset: 17, CommitLogOffset: 4096, SysFlag: 0,
+			Message: Message{Topic: "TopicTest", Flag: 3, Body: []byte("hello world")},
+			QueueID: 2, QueueOffset: 17, CommitLogOffset: 4096, SysFlag: 0,
 			BornTimestamp: 1690000000000, BornHost: netip.MustParseAddrPort("192.168.1.10:50123"),
 			StoreTimestamp: 1690000000005, StoreHost: netip.MustParseAddrPort("192.168.1.5:10911"),
 			ReconsumeTimes: 1, PreparedTransactionOffset: 0,
@@ -345,7 +345,7 @@ func TestUniqIDGenerator(t *testing.T) {
 
 func TestTagsHashCode(t *testing.T) {
 	for _, tc := range []struct {
-		tag      string
+		tag       string
 		java, go_ int64
 	}{
 		{"", 0, 0},

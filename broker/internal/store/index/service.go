@@ -136,6 +136,19 @@ func (s *Service) RemoveBefore(clMin int64) int {
 	return n
 }
 
+// EndPhyOffset returns the commit log offset of the newest entry (0 when
+// empty); re-dispatch after recovery skips records below it.
+func (s *Service) EndPhyOffset() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.files) - 1; i >= 0; i-- {
+		if s.files[i].count() > 1 {
+			return s.files[i].endPhy()
+		}
+	}
+	return 0
+}
+
 // Files returns the number of index files.
 func (s *Service) Files() int {
 	s.mu.RLock()

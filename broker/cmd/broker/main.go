@@ -1,0 +1,108 @@
+// Command broker runs Tide's RocketMQ-compatible broker.
+//
+//	broker -c broker.conf [-n namesrvAddr]
+//
+// broker.conf is a Java properties file with RocketMQ's key names
+// (brokerClusterName, brokerName, brokerId, brokerRole, listenPort,
+// namesrvAddr, brokerIP1, storePathRootDir, flushDiskType, ...). Keys the
+// broker does not know are logged as warnings; a value that does not parse
+// or validate stops start-up with a one-line message and exit status 1.
+// -n overrides namesrvAddr (';'-separated). SIGINT/SIGTERM shut the broker
+// down gracefully: stop accepting, drain, flush, persist.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/remoting/props"
+)
+
+// Version is set at build time (-ldflags "-X main.Version=...").
+var Version = "dev"
+
+const shutdownTimeout = 30 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stderr, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "broker: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; started (if not nil) gets the broker's address
+// once it serves.
+func run(ctx context.Context, args []string, stderr io.Writer, started func(addr string)) error {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	confFile := fs.String("c", "", "broker.conf `file` (Java properties with RocketMQ key names)")
+	namesrv := fs.String("n", "", "NameServer `addresses`, ';'-separated (overrides namesrvAddr)")
+	level := fs.String("loglevel", "info", "log `level`: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-loglevel: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+
+	opts := broker.DefaultOptions()
+	if *confFile != "" {
+		entries, err := props.ParseFile(*confFile)
+		if err != nil {
+			return err
+		}
+		kv := make(map[string]string, len(entries))
+		for _, e := range entries {
+			kv[e.Key] = e.Value
+		}
+		unknown, err := opts.Apply(kv)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *confFile, err)
+		}
+		for _, k := range unknown {
+			logger.Warn("unknown broker.conf key ignored", "key", k, "file", *confFile)
+		}
+	}
+	if *namesrv != "" {
+		opts.NamesrvAddr = *namesrv
+	}
+	b, err := broker.New(opts, logger)
+	if err != nil {
+		return err
+	}
+	if err := b.Start(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = b.Shutdown(sctx)
+		return err
+	}
+	logger.Info("tide broker ready", "version", Version, "addr", b.Addr())
+	if started != nil {
+		started(b.Addr())
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return b.Shutdown(sctx)
+}
