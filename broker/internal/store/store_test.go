@@ -175,7 +175,7 @@ func TestStoreGetMessageStatuses(t *testing.T) {
 
 type tagFilter struct{ code int64 }
 
-func (f tagFilter) MatchTagsCode(c int64) bool                      { return c == f.code }
+func (f tagFilter) MatchTagsCode(c int64) bool                    { return c == f.code }
 func (f tagFilter) MatchProperties(func() map[string]string) bool { return true }
 
 type propFilter struct{ key, val string }
