@@ -85,6 +85,9 @@ func benchConfig(b *testing.B, flush string) Config {
 	c.MappedFileSizeCommitLog = 256 << 20
 	c.FlushDiskType = flush
 	c.MessageIndexEnable = false
+	if w := os.Getenv("TIDE_BENCH_WARM"); w != "" {
+		c.WarmMapedFileEnable = w == "1"
+	}
 	return c
 }
 

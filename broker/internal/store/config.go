@@ -34,7 +34,7 @@ type Config struct {
 
 	MappedFileSizeCommitLog    int64 `conf:"mappedFileSizeCommitLog"`    // bytes, default 1 GiB
 	MappedFileSizeConsumeQueue int64 `conf:"mappedFileSizeConsumeQueue"` // bytes, default 300000 units x 20
-	WarmMapedFileEnable        bool  `conf:"warmMapedFileEnable"`        // zero-fill new segments (default true here: see segment docs)
+	WarmMapedFileEnable        bool  `conf:"warmMapedFileEnable"`        // zero-fill new segments before use (see the segment package comment)
 
 	FlushDiskType                     string `conf:"flushDiskType"`                     // ASYNC_FLUSH or SYNC_FLUSH
 	FlushIntervalCommitLog            int    `conf:"flushIntervalCommitLog"`            // ms, async flush period
@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 		StorePathRootDir:                  root,
 		MappedFileSizeCommitLog:           1 << 30,
 		MappedFileSizeConsumeQueue:        300000 * 20,
-		WarmMapedFileEnable:               true,
+		WarmMapedFileEnable:               false,
 		FlushDiskType:                     AsyncFlush,
 		FlushIntervalCommitLog:            500,
 		FlushCommitLogLeastPages:          4,

@@ -65,8 +65,13 @@ type Log struct {
 	q    *segment.Queue
 	log  *slog.Logger
 
-	mu     sync.Mutex // append lock
-	closed bool
+	mu      sync.Mutex // append lock
+	cond    *sync.Cond // on mu: a staged write finished
+	closed  bool
+	st      stage  // SYNC_FLUSH: runs not yet written
+	spare   []byte // the other stage buffer
+	writing bool   // the flusher is writing a stage outside mu
+	werr    error  // a failed write: the log refuses appends until reopened
 
 	flushed  atomic.Int64
 	fmu      sync.Mutex
@@ -96,11 +101,16 @@ func Open(opts Options) (*Log, error) {
 	if opts.Thorough <= 0 {
 		opts.Thorough = 10 * time.Second
 	}
-	q, err := segment.OpenQueue(opts.Dir, segment.QueueOptions{FileSize: opts.FileSize, Warm: opts.Warm, Preallocate: true})
+	mode := segment.MapWrite
+	if opts.SyncFlush {
+		mode = segment.PWrite // see the segment package comment
+	}
+	q, err := segment.OpenQueue(opts.Dir, segment.QueueOptions{FileSize: opts.FileSize, Warm: opts.Warm, Preallocate: true, Mode: mode})
 	if err != nil {
 		return nil, err
 	}
 	l := &Log{opts: opts, q: q, log: opts.Logger, fdone: make(chan struct{}), freq: make(chan struct{}, 1), stop: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
 	return l, nil
 }
 
@@ -138,6 +148,12 @@ func (l *Log) Segments() []*segment.File { return l.q.Files() }
 // order, like queue offsets and store timestamps) into data. It returns the
 // run's start offset. Append blocks only on the lock and, when a segment
 // must be created and the preallocated one is not ready, on file creation.
+//
+// ASYNC_FLUSH copies the run into the mapped segment: it is readable when
+// Append returns. SYNC_FLUSH stages it in memory and the group-commit
+// goroutine writes every staged run with one pwrite before each fdatasync
+// (group write + group commit): it becomes readable then, and callers wait
+// for it with WaitFlushed anyway.
 func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (int64, error) {
 	n := int64(len(data))
 	if n+protocol.BlankRecordSize > l.opts.FileSize {
@@ -148,12 +164,15 @@ func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (i
 		l.mu.Unlock()
 		return 0, ErrClosed
 	}
-	f, err := l.fileFor(n)
+	if l.werr != nil {
+		l.mu.Unlock()
+		return 0, l.werr
+	}
+	f, pos, err := l.reserve(n)
 	if err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
-	pos := f.WrotePosition()
 	phy := f.Base() + pos
 	if prepare != nil {
 		if err := prepare(phy, data); err != nil {
@@ -161,7 +180,23 @@ func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (i
 			return 0, err
 		}
 	}
-	f.WriteAt(data, pos)
+	if l.opts.SyncFlush {
+		if l.st.f == nil {
+			l.st.f, l.st.off = f, pos
+		}
+		l.st.buf = append(l.st.buf, data...)
+		l.mu.Unlock()
+		l.Appends.Add(1)
+		select {
+		case l.freq <- struct{}{}:
+		default:
+		}
+		return phy, nil
+	}
+	if err := f.WriteAt(data, pos); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
 	f.SetWrotePosition(pos + n)
 	l.mu.Unlock()
 	l.Appends.Add(1)
@@ -171,22 +206,115 @@ func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (i
 	return phy, nil
 }
 
-// fileFor returns the segment the next n bytes go to, writing a blank
-// filler and rolling over when they do not fit. Called with mu held.
-func (l *Log) fileFor(n int64) (*segment.File, error) {
-	f := l.q.Last()
-	if f == nil {
-		return l.q.Ensure(0)
+// stage holds SYNC_FLUSH runs not yet written: buf goes to f at off.
+type stage struct {
+	f   *segment.File
+	off int64
+	buf []byte
+}
+
+// tail returns where the next run goes in f, staged bytes included.
+// Called with mu held.
+func (l *Log) tail(f *segment.File) int64 {
+	if l.st.f == f {
+		return l.st.off + int64(len(l.st.buf))
 	}
-	pos := f.WrotePosition()
-	if pos+n+protocol.BlankRecordSize <= f.Size() {
-		return f, nil
+	return f.WrotePosition()
+}
+
+// reserve returns the segment and position for the next n bytes, writing
+// a blank filler and rolling over when they do not fit. Called with mu
+// held; it may release it while waiting for staged data to be written.
+func (l *Log) reserve(n int64) (*segment.File, int64, error) {
+	for {
+		f := l.q.Last()
+		if f == nil {
+			f, err := l.q.Ensure(0)
+			return f, 0, err
+		}
+		pos := l.tail(f)
+		if pos+n+protocol.BlankRecordSize <= f.Size() {
+			return f, pos, nil
+		}
+		// Roll over: everything staged for f must be written before the
+		// filler, so that f ends up complete.
+		if err := l.writeStageLocked(); err != nil {
+			return nil, 0, err
+		}
+		if pos != f.WrotePosition() {
+			continue // the lock was released while waiting; look again
+		}
+		if rest := f.Size() - pos; rest > 0 {
+			if err := f.WriteAt(protocol.AppendBlank(make([]byte, 0, 8), int32(rest)), pos); err != nil {
+				return nil, 0, err
+			}
+			f.SetWrotePosition(f.Size())
+		}
+		l.st.f = nil
+		nf, err := l.q.Ensure(f.Base() + f.Size())
+		return nf, 0, err
 	}
-	if rest := f.Size() - pos; rest > 0 {
-		f.WriteAt(protocol.AppendBlank(make([]byte, 0, 8), int32(rest)), pos)
-		f.SetWrotePosition(f.Size())
+}
+
+// writeStageLocked writes the staged runs synchronously. Called with mu
+// held; waits (releasing mu) while the flusher is writing.
+func (l *Log) writeStageLocked() error {
+	for l.writing {
+		l.cond.Wait()
 	}
-	return l.q.Ensure(f.Base() + f.Size())
+	if l.werr != nil {
+		return l.werr
+	}
+	if len(l.st.buf) == 0 {
+		return nil
+	}
+	if err := l.st.f.WriteAt(l.st.buf, l.st.off); err != nil {
+		l.werr = err
+		return err
+	}
+	l.st.off += int64(len(l.st.buf))
+	l.st.f.SetWrotePosition(l.st.off)
+	l.st.buf = l.st.buf[:0]
+	if l.opts.OnAppend != nil {
+		l.opts.OnAppend()
+	}
+	return nil
+}
+
+// writeStage writes what is staged with one pwrite, outside the append
+// lock so appenders keep staging meanwhile, and publishes it to readers.
+func (l *Log) writeStage() error {
+	l.mu.Lock()
+	for l.writing {
+		l.cond.Wait()
+	}
+	if l.werr != nil || len(l.st.buf) == 0 {
+		err := l.werr
+		l.mu.Unlock()
+		return err
+	}
+	l.writing = true
+	f, off, buf := l.st.f, l.st.off, l.st.buf
+	l.st.off += int64(len(buf))
+	l.st.buf, l.spare = l.spare[:0], nil
+	l.mu.Unlock()
+
+	err := f.WriteAt(buf, off)
+
+	l.mu.Lock()
+	if err != nil {
+		l.werr = err
+	} else {
+		f.SetWrotePosition(off + int64(len(buf)))
+	}
+	l.spare = buf[:0]
+	l.writing = false
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	if err == nil && l.opts.OnAppend != nil {
+		l.opts.OnAppend()
+	}
+	return err
 }
 
 // AppendRaw appends bytes replicated from a master's commit log (records
@@ -199,6 +327,10 @@ func (l *Log) AppendRaw(offset int64, data []byte) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if err := l.writeStageLocked(); err != nil {
+		return err
+	}
+	l.st.f = nil
 	f := l.q.Last()
 	if f == nil {
 		if offset%l.opts.FileSize != 0 {
@@ -221,7 +353,9 @@ func (l *Log) AppendRaw(offset int64, data []byte) error {
 		}
 		pos := f.WrotePosition()
 		k := min(int64(len(data)), f.Size()-pos)
-		f.WriteAt(data[:k], pos)
+		if err := f.WriteAt(data[:k], pos); err != nil {
+			return err
+		}
 		f.SetWrotePosition(pos + k)
 		data = data[k:]
 	}
@@ -342,15 +476,25 @@ func (l *Log) WaitFlushed(ctx context.Context, end int64, timeout time.Duration)
 // Flush makes everything written durable now.
 func (l *Log) Flush() error {
 	start := time.Now()
+	if err := l.writeStage(); err != nil {
+		l.ferr.Store(&err)
+		return err
+	}
+	before := l.flushed.Load()
 	end, err := l.q.Flush()
 	if err != nil {
 		l.ferr.Store(&err)
 		return err
 	}
-	l.FlushDur.Add(int64(time.Since(start)))
-	l.Flushes.Add(1)
-	if end > l.flushed.Load() {
-		l.flushed.Store(end)
+	if end > before {
+		l.FlushDur.Add(int64(time.Since(start)))
+		l.Flushes.Add(1)
+	}
+	for {
+		cur := l.flushed.Load()
+		if end <= cur || l.flushed.CompareAndSwap(cur, end) {
+			break
+		}
 	}
 	l.fmu.Lock()
 	close(l.fdone)
@@ -418,12 +562,14 @@ func (l *Log) Shutdown() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	// Flush before stopping so that waiters are released with success.
+	err := l.Flush()
 	if l.started {
 		close(l.stop)
 		l.wg.Wait()
 		l.started = false
 	}
-	return l.Flush()
+	return errors.Join(err, l.Flush())
 }
 
 // Close unmaps the segments (after readers release them). Call Shutdown

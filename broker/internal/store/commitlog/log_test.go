@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -121,8 +122,16 @@ func TestLogRecover(t *testing.T) {
 			}
 			end := l.MaxOffset()
 			l.Shutdown()
-			tc.damage(l.Segments()[0].Data(), int(last))
+			path := l.Segments()[0].Path()
 			l.Close()
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.damage(b, int(last))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			l, err = Open(Options{Dir: dir, FileSize: 1 << 16})
 			if err != nil {
 				t.Fatal(err)

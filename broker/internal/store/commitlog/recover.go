@@ -144,7 +144,7 @@ func (l *Log) zeroTail(end, window int64) int64 {
 	for p := pos; p < limit; {
 		next := min((p/page+1)*page, limit)
 		if !isZero(data[p:next]) {
-			clear(data[p:next])
+			f.WriteAt(zeroPage[:next-p], p)
 			cleared = next - pos
 		}
 		p = next

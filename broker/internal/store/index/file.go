@@ -59,7 +59,7 @@ func createFile(dir string, now time.Time, slotNum, indexNum int) (*file, error)
 	name := now.Format("20060102150405.000")
 	name = strings.Replace(name, ".", "", 1)
 	path := filepath.Join(dir, name)
-	sf, err := segment.Create(path, 0, FileSize(slotNum, indexNum), false)
+	sf, err := segment.Create(path, 0, FileSize(slotNum, indexNum), false, segment.MapWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func createFile(dir string, now time.Time, slotNum, indexNum int) (*file, error)
 }
 
 func openFile(path string, slotNum, indexNum int) (*file, error) {
-	sf, err := segment.Open(path, 0, FileSize(slotNum, indexNum))
+	sf, err := segment.Open(path, 0, FileSize(slotNum, indexNum), segment.MapWrite)
 	if err != nil {
 		return nil, err
 	}

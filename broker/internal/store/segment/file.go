@@ -2,18 +2,28 @@
 // the commit log, the consume queues and the index are made of, and the
 // ordered list of such files that forms one logical byte stream.
 //
-// Why mmap (measured on the CI machine kind, 256 MiB file, see
-// docs/store.md): copying 1 KiB records into a mapping of a zero-filled
-// preallocated file runs at 6.6-7.6 GB/s; one pwrite per record at
-// 0.45-1.1 GB/s (syscall-bound, about 0.6-1 M calls/s); pwrite of a 64 KiB
-// user buffer at 5-6 GB/s but then readers cannot see a record before the
-// buffer is written out, and a second copy is needed. Mapping a file that
-// was only fallocated (unwritten extents) costs a page fault per page on
-// first write and ran at 0.8-3.2 GB/s, so new files are zero-filled
-// ("warmed") before use, off the append path (see Queue's preallocator).
-// A mapping also gives concurrent, lock-free reads of everything below the
-// published write position. fdatasync on the descriptor writes back pages
-// dirtied through the mapping, so flushing needs no msync.
+// How data gets in and out, decided by measurements on the CI machine kind
+// (docs/store.md has the numbers and the commands):
+//
+//   - Reads always go through a shared mapping: concurrent, lock-free, no
+//     syscall, and a pull copies records straight out of the page cache.
+//   - Commit log writes use pwrite (Mode PWrite, mapping read-only).
+//     Copying into a writable mapping is faster (6.6-7.6 GB/s against
+//     0.5-1.1 GB/s for one pwrite per 1 KiB record), but fdatasync after
+//     writes through a mapping ran at 290-840/s against 3,200-4,800/s after
+//     pwrite on the same preallocated file: writeback must write-protect
+//     the mapped pages and the next store faults again. The fsync rate is
+//     what SYNC_FLUSH and group commit live on, and pwrite is still far
+//     above the disk's sequential bandwidth for ASYNC_FLUSH.
+//   - Consume queue and index files, fsynced about once a second, take
+//     small scattered writes and use the writable mapping (Mode MapWrite).
+//   - New files are fallocated (so a full disk fails at creation, not with
+//     SIGBUS later) and, with warm, zero-filled so that appends overwrite
+//     allocated, cached pages: appending to a growing or merely fallocated
+//     file measured 6-13x slower (perf.md) and 0.8-3.2 GB/s against
+//     6.6-7.6 GB/s here. The next commit log file is prepared in the
+//     background (see Queue) so the writer never waits for that.
+//   - fdatasync on the descriptor covers both write paths.
 package segment
 
 import (
@@ -23,6 +33,17 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+)
+
+// Mode selects how a File is written.
+type Mode int
+
+// Write modes.
+const (
+	// MapWrite maps the file read-write; WriteAt copies into the mapping.
+	MapWrite Mode = iota
+	// PWrite maps the file read-only; WriteAt uses pwrite(2).
+	PWrite
 )
 
 // Sentinel errors of the package.
@@ -64,6 +85,7 @@ type File struct {
 	size int64
 	fd   *os.File
 	data []byte
+	mode Mode
 
 	wrote   atomic.Int64 // bytes written and visible to readers
 	flushed atomic.Int64 // bytes known durable
@@ -76,7 +98,7 @@ type File struct {
 // blocks (fallocate, so a full disk fails here and not later with SIGBUS
 // on a mapped write) and, with warm, zero-fills it so that later writes
 // overwrite already allocated pages. An existing file is replaced.
-func Create(path string, base, size int64, warm bool) (*File, error) {
+func Create(path string, base, size int64, warm bool, mode Mode) (*File, error) {
 	tmp := path + ".tmp"
 	fd, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -104,13 +126,13 @@ func Create(path string, base, size int64, warm bool) (*File, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(fmt.Errorf("create segment: %w", err))
 	}
-	return mapFile(fd, path, base, size)
+	return mapFile(fd, path, base, size, mode)
 }
 
 // Open maps an existing segment file. A file shorter than size (a crash
 // between create and preallocate in another implementation, or a copy) is
 // extended; a longer one is an error.
-func Open(path string, base, size int64) (*File, error) {
+func Open(path string, base, size int64, mode Mode) (*File, error) {
 	fd, err := os.OpenFile(path, os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open segment: %w", err)
@@ -130,7 +152,7 @@ func Open(path string, base, size int64) (*File, error) {
 			return nil, fmt.Errorf("extend segment %s: %w", path, err)
 		}
 	}
-	return mapFile(fd, path, base, size)
+	return mapFile(fd, path, base, size, mode)
 }
 
 func fallocate(fd *os.File, size int64) error {
@@ -141,13 +163,17 @@ func fallocate(fd *os.File, size int64) error {
 	return err
 }
 
-func mapFile(fd *os.File, path string, base, size int64) (*File, error) {
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+func mapFile(fd *os.File, path string, base, size int64, mode Mode) (*File, error) {
+	prot := syscall.PROT_READ
+	if mode == MapWrite {
+		prot |= syscall.PROT_WRITE
+	}
+	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), prot, syscall.MAP_SHARED)
 	if err != nil {
 		fd.Close()
 		return nil, fmt.Errorf("mmap segment %s: %w", path, err)
 	}
-	f := &File{path: path, base: base, size: size, fd: fd, data: data}
+	f := &File{path: path, base: base, size: size, fd: fd, data: data, mode: mode}
 	f.refs.Store(1)
 	return f, nil
 }
@@ -179,11 +205,18 @@ func (f *File) SetFlushedPosition(n int64) { f.flushed.Store(n) }
 // Full reports whether the written position reached the end.
 func (f *File) Full() bool { return f.wrote.Load() >= f.size }
 
-// WriteAt copies p into the file at relative offset off. It does not move
-// the written position. Owner only; the caller holds the owner reference.
+// WriteAt writes p into the file at relative offset off (pwrite or a copy
+// into the mapping, by mode); readers see it through Data at once. It does
+// not move the written position. Owner only.
 func (f *File) WriteAt(p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > f.size {
 		return fmt.Errorf("%w: write %d bytes at %d in %d", ErrOutOfRange, len(p), off, f.size)
+	}
+	if f.mode == PWrite {
+		if _, err := f.fd.WriteAt(p, off); err != nil {
+			return fmt.Errorf("write segment %s: %w", f.path, err)
+		}
+		return nil
 	}
 	copy(f.data[off:], p)
 	return nil
@@ -212,7 +245,8 @@ func (f *File) Release() {
 }
 
 // Data returns the whole mapping. The slice is valid only while the caller
-// holds a reference (Acquire) and must not be written except by the owner.
+// holds a reference (Acquire); only the owner of a MapWrite file may write
+// it (a PWrite file's mapping is read-only: use WriteAt).
 func (f *File) Data() []byte { return f.data }
 
 // Flush makes everything written so far durable (fdatasync) and returns

@@ -19,6 +19,8 @@ type QueueOptions struct {
 	// Preallocate creates the next file in the background as soon as a new
 	// one is taken into use, so rolling over does not stall the writer.
 	Preallocate bool
+	// Mode is how files are written.
+	Mode Mode
 }
 
 // Queue is the ordered list of the segment files in one directory: one
@@ -84,7 +86,7 @@ func OpenQueue(dir string, opts QueueOptions) (*Queue, error) {
 			q.Close()
 			return nil, fmt.Errorf("segment queue %s: file %s is not contiguous with size %d", dir, Name(b), opts.FileSize)
 		}
-		f, err := Open(filepath.Join(dir, Name(b)), b, opts.FileSize)
+		f, err := Open(filepath.Join(dir, Name(b)), b, opts.FileSize, opts.Mode)
 		if err != nil {
 			q.Close()
 			return nil, err
@@ -232,7 +234,7 @@ func (q *Queue) takePending(base int64) (*File, error) {
 			p.f.Remove()
 		}
 	}
-	return Create(filepath.Join(q.dir, Name(base)), base, q.opts.FileSize, q.opts.Warm)
+	return Create(filepath.Join(q.dir, Name(base)), base, q.opts.FileSize, q.opts.Warm, q.opts.Mode)
 }
 
 func (q *Queue) startPending(base int64) {
@@ -249,7 +251,7 @@ func (q *Queue) startPending(base int64) {
 	}
 	go func() {
 		defer close(p.done)
-		p.f, p.err = Create(filepath.Join(q.dir, Name(base)), base, q.opts.FileSize, q.opts.Warm)
+		p.f, p.err = Create(filepath.Join(q.dir, Name(base)), base, q.opts.FileSize, q.opts.Warm, q.opts.Mode)
 	}()
 }
 

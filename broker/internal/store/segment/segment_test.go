@@ -39,7 +39,7 @@ func TestParseName(t *testing.T) {
 func TestFileCreateWriteReopen(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, Name(8192))
-	f, err := Create(p, 8192, 8192, true)
+	f, err := Create(p, 8192, 8192, true, PWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestFileCreateWriteReopen(t *testing.T) {
 	if err != nil || st.Size() != 8192 {
 		t.Fatalf("file size: %v %v", st, err)
 	}
-	g, err := Open(p, 8192, 8192)
+	g, err := Open(p, 8192, 8192, MapWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestFileCreateWriteReopen(t *testing.T) {
 		t.Fatal("data not persisted")
 	}
 	g.Release()
-	if _, err := Open(p, 8192, 4096); err == nil {
+	if _, err := Open(p, 8192, 4096, MapWrite); err == nil {
 		t.Fatal("opened a file larger than the configured size")
 	}
 }
 
 func TestFileRemoveKeepsReadersMapping(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Create(filepath.Join(dir, Name(0)), 0, 4096, false)
+	f, err := Create(filepath.Join(dir, Name(0)), 0, 4096, false, MapWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
