@@ -201,7 +201,7 @@ func BenchmarkOpen(b *testing.B) {
 	batch := make([]*protocol.MessageExt, 64)
 	for s.MaxPhyOffset() < 1<<30-(1<<20) {
 		for k := range batch {
-			batch[k] = newMsg("bench", int32(k%4), "", map[string]string{"KEYS": "k"})
+			batch[k] = newMsg("bench", 0, "", map[string]string{"KEYS": "k"})
 			batch[k].Body = body
 		}
 		if _, err := s.PutMessages(context.Background(), batch); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 func TestConfigSet(t *testing.T) {
@@ -82,6 +84,21 @@ func TestParseDelayLevels(t *testing.T) {
 	for _, bad := range []string{"", "s", "1", "-1s", "1w"} {
 		if _, err := ParseDelayLevels(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestTagsHashMatchesProtocol(t *testing.T) {
+	for _, tag := range []string{"", "TagA", "a b c", "très", "标签", "x||y"} {
+		if got, want := tagsHash([]byte(tag)), protocol.TagsHashCode(tag); got != want {
+			t.Errorf("tagsHash(%q) = %d, want %d", tag, got, want)
+		}
+	}
+	props := []byte(protocol.EncodeProperties(map[string]string{"TAGS": "a", "KEYS": "k1 k2", "TAGSX": "no"}))
+	for _, tc := range []struct{ key, want string }{{"TAGS", "a"}, {"KEYS", "k1 k2"}, {"TAG", ""}, {"TAGSX", "no"}} {
+		got, _ := property(props, tc.key)
+		if string(got) != tc.want {
+			t.Errorf("property(%s) = %q, want %q", tc.key, got, tc.want)
 		}
 	}
 }

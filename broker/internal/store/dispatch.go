@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -95,11 +96,15 @@ func (s *Store) dispatchAvailable() {
 var errPartial = errors.New("partial record at the end of the written data")
 
 func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
-	topic := string(v.Topic)
-	props := string(v.Properties)
+	// Consecutive records mostly share a topic: reuse its string.
+	topic := s.lastTopic
+	if topic != string(v.Topic) {
+		topic = string(v.Topic)
+		s.lastTopic = topic
+	}
 	tx := protocol.TxType(v.SysFlag)
 	if tx != protocol.SysFlagTxPrepared && tx != protocol.SysFlagTxRollback {
-		tags := s.tagsCode(topic, v, props)
+		tags := s.tagsCode(topic, v)
 		if q := s.queue(topic, v.QueueID, true); q != nil {
 			added, err := q.Put(v.QueueOffset, consumequeue.Unit{Offset: phy, Size: v.Size, TagsCode: tags})
 			if err != nil {
@@ -113,15 +118,44 @@ func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 		}
 	}
 	if s.idx != nil && tx != protocol.SysFlagTxRollback && phy >= s.indexFrom {
-		if id, ok := protocol.PropertyValue(props, protocol.PropUniqKey); ok && id != "" {
-			s.index(topic, id, phy, v.StoreTimestamp)
+		if id, ok := property(v.Properties, protocol.PropUniqKey); ok && len(id) > 0 {
+			s.index(topic, string(id), phy, v.StoreTimestamp)
 		}
-		if keys, ok := protocol.PropertyValue(props, protocol.PropKeys); ok {
-			for _, k := range strings.Fields(keys) {
+		if keys, ok := property(v.Properties, protocol.PropKeys); ok {
+			for _, k := range strings.Fields(string(keys)) {
 				s.index(topic, k, phy, v.StoreTimestamp)
 			}
 		}
 	}
+}
+
+// property finds one property in an encoded property string without
+// allocating (protocol.PropertyValue takes a string).
+func property(props []byte, key string) ([]byte, bool) {
+	for len(props) > 0 {
+		piece := props
+		if i := bytes.IndexByte(props, protocol.PropertySeparator); i >= 0 {
+			piece, props = props[:i], props[i+1:]
+		} else {
+			props = nil
+		}
+		if len(piece) > len(key) && piece[len(key)] == protocol.NameValueSeparator && string(piece[:len(key)]) == key {
+			return piece[len(key)+1:], true
+		}
+	}
+	return nil, false
+}
+
+// tagsHash is protocol.TagsHashCode without allocating for ASCII tags.
+func tagsHash(tag []byte) int64 {
+	var h int32
+	for _, c := range tag {
+		if c >= 0x80 {
+			return protocol.TagsHashCode(string(tag))
+		}
+		h = 31*h + int32(c)
+	}
+	return int64(h)
 }
 
 func (s *Store) index(topic, key string, phy, ts int64) {
@@ -133,19 +167,19 @@ func (s *Store) index(topic, key string, phy, ts int64) {
 // tagsCode is TagsHashCode(TAGS), or for SCHEDULE_TOPIC_XXXX the delivery
 // time: store time plus the delay of the message's level (DELAY, else
 // queueId+1), clamped to the configured levels.
-func (s *Store) tagsCode(topic string, v *protocol.RecordView, props string) int64 {
+func (s *Store) tagsCode(topic string, v *protocol.RecordView) int64 {
 	if topic == ScheduleTopic {
 		level := int(v.QueueID) + 1
-		if d, ok := protocol.PropertyValue(props, protocol.PropDelayLevel); ok {
-			if n, err := strconv.Atoi(d); err == nil && n > 0 {
+		if d, ok := property(v.Properties, protocol.PropDelayLevel); ok {
+			if n, err := strconv.Atoi(string(d)); err == nil && n > 0 {
 				level = n
 			}
 		}
 		level = max(1, min(level, len(s.delay)))
 		return v.StoreTimestamp + s.delay[level-1].Milliseconds()
 	}
-	if t, ok := protocol.PropertyValue(props, protocol.PropTags); ok {
-		return protocol.TagsHashCode(t)
+	if t, ok := property(v.Properties, protocol.PropTags); ok {
+		return tagsHash(t)
 	}
 	return 0
 }

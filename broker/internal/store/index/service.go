@@ -73,8 +73,12 @@ func (s *Service) Put(key string, phy, storeTS int64) error {
 	}
 	if cur == nil || cur.full() {
 		now := time.Now()
-		if cur != nil && now.Format("20060102150405.000") <= cur.name[:14]+"."+cur.name[14:] {
-			now = now.Add(time.Millisecond) // names must stay unique and ordered
+		if cur != nil {
+			// Names must stay unique and ordered, even for files created
+			// within one millisecond or after a clock step back.
+			if last, err := time.ParseInLocation("20060102150405.000", cur.name[:14]+"."+cur.name[14:], time.Local); err == nil && now.UnixMilli() <= last.UnixMilli() {
+				now = last.Add(time.Millisecond)
+			}
 		}
 		x, err := createFile(s.opts.Dir, now, s.opts.SlotNum, s.opts.IndexNum)
 		if err != nil {
