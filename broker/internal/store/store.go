@@ -126,8 +126,8 @@ type Store struct {
 	readOnly atomic.Bool
 
 	listener   atomic.Pointer[DispatchListener]
-	reputFrom  int64 // dispatcher goroutine only (and Open)
-	indexFrom  int64 // records below are already indexed (set by recovery)
+	reputFrom  int64  // dispatcher goroutine only (and Open)
+	indexFrom  int64  // records below are already indexed (set by recovery)
 	lastTopic  string // dispatcher goroutine only
 	dispatched atomic.Int64
 	dmu        sync.Mutex
