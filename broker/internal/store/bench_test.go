@@ -110,6 +110,10 @@ func benchPut(b *testing.B, flush string, size, writers int) {
 	}
 	defer s.Close()
 	body := make([]byte, size)
+	// Start measuring once the first segment exists and the next one has
+	// been created in the background.
+	put(b, s, newMsg("bench", 0, "warm-up", nil))
+	s.cl.WaitPreallocated()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.SetBytes(int64(size))

@@ -1,18 +1,3 @@
-// Package store is the broker's message store: the facade over the commit
-// log, the consume queues, the index, the checkpoint, the dispatcher that
-// builds consume queues and index from the commit log, flushing, crash
-// recovery and retention (RocketMQ's DefaultMessageStore).
-//
-// Layout under storePathRootDir (rocketmq-protocol.md §5.9):
-//
-//	commitlog/<20-digit offset>                     segments of mappedFileSizeCommitLog
-//	consumequeue/<topic>/<queueId>/<20-digit offset> units of 20 bytes
-//	index/<yyyyMMddHHmmssSSS>                        hash index files
-//	checkpoint                                       what is durable (package checkpoint)
-//	abort                                            present while open: crash detection
-//
-// Lock order: commit log append lock -> Store.offMu; Store.cqMu is never
-// held while taking the append lock.
 package store
 
 import (
@@ -178,7 +163,9 @@ func Open(cfg Config, logger *slog.Logger) (*Store, error) {
 	s.cl, err = commitlog.Open(commitlog.Options{
 		Dir: cfg.commitLogDir(), FileSize: cfg.MappedFileSizeCommitLog, SyncFlush: cfg.FlushDiskType == SyncFlush,
 		Interval: ms(cfg.FlushIntervalCommitLog), LeastPages: cfg.FlushCommitLogLeastPages,
-		Thorough: ms(cfg.FlushCommitLogThoroughInterval), Warm: cfg.WarmMapedFileEnable, Logger: s.log,
+		Thorough: ms(cfg.FlushCommitLogThoroughInterval), Logger: s.log,
+		// SYNC_FLUSH always warms: see the segment package comment.
+		Warm:     cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
 		OnAppend: s.wakeDispatcher,
 	})
 	if err != nil {

@@ -1,19 +1,3 @@
-// Package commitlog is the single append-only log of stored message
-// records (rocketmq-protocol.md §4.1) shared by all topics, kept in
-// fixed-size preallocated segment files named by their starting offset.
-//
-// A record that does not fit in the rest of a segment (plus the 8 bytes a
-// filler needs) is preceded by a blank filler (size = rest of the segment,
-// BlankMagic) and starts the next segment, as in RocketMQ:
-//
-//	segment N                                segment N+1
-//	+--------+--------+-----+---------------++--------+------
-//	| record | record | ... | size | 0xCBD4 || record | ...
-//	+--------+--------+-----+---------------++--------+------
-//	                         blank filler (to the end of N)
-//
-// Appends are serialized by one lock; reads go straight to the mapped
-// segments below the published write position and never take it.
 package commitlog
 
 import (
@@ -21,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +61,7 @@ type Log struct {
 	flushed  atomic.Int64
 	fmu      sync.Mutex
 	fdone    chan struct{} // closed and replaced after every flush
+	flushing bool          // a flush leader is running (under fmu)
 	freq     chan struct{} // cap 1: a flush is wanted
 	ferr     atomic.Pointer[error]
 	stop     chan struct{}
@@ -125,6 +111,10 @@ func (l *Log) Start() {
 		go l.periodicFlush()
 	}
 }
+
+// WaitPreallocated blocks until the next segment, created in the
+// background, is ready (benchmarks use it to measure steady state).
+func (l *Log) WaitPreallocated() { l.q.WaitPreallocated() }
 
 // FileSize returns the segment size.
 func (l *Log) FileSize() int64 { return l.opts.FileSize }
@@ -187,10 +177,6 @@ func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (i
 		l.st.buf = append(l.st.buf, data...)
 		l.mu.Unlock()
 		l.Appends.Add(1)
-		select {
-		case l.freq <- struct{}{}:
-		default:
-		}
 		return phy, nil
 	}
 	if err := f.WriteAt(data, pos); err != nil {
@@ -432,8 +418,12 @@ func (l *Log) NextSegment(offset int64) int64 {
 }
 
 // WaitFlushed blocks until everything up to end is durable, the timeout
-// passes (ErrFlushTimeout) or ctx ends. It asks the group-commit goroutine
-// for a flush; all waiters present when a flush starts share it.
+// passes (ErrFlushTimeout) or ctx ends. Group commit, leader/follower: if
+// no flush is running the caller runs one itself (writing every staged run
+// with one pwrite, then fdatasync), covering everything appended so far;
+// otherwise it waits for the running one and checks again. So waiters that
+// arrive during an fdatasync share the next one. A leader blocks for its
+// flush even past the timeout; followers get ErrFlushTimeout.
 func (l *Log) WaitFlushed(ctx context.Context, end int64, timeout time.Duration) error {
 	var timer <-chan time.Time
 	for {
@@ -444,15 +434,21 @@ func (l *Log) WaitFlushed(ctx context.Context, end int64, timeout time.Duration)
 			return *e
 		}
 		l.fmu.Lock()
+		if !l.flushing {
+			l.flushing = true
+			l.fmu.Unlock()
+			// Let the appenders the last flush woke stage their records
+			// first, so this flush carries them too (bigger groups).
+			runtime.Gosched()
+			err := l.doFlush()
+			l.endFlush()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		done := l.fdone
 		l.fmu.Unlock()
-		if l.flushed.Load() >= end {
-			return nil
-		}
-		select {
-		case l.freq <- struct{}{}:
-		default:
-		}
 		if timer == nil {
 			t := time.NewTimer(timeout)
 			defer t.Stop()
@@ -464,17 +460,39 @@ func (l *Log) WaitFlushed(ctx context.Context, end int64, timeout time.Duration)
 			return ErrFlushTimeout
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-l.stop:
-			if l.flushed.Load() >= end {
-				return nil
-			}
-			return ErrClosed
 		}
 	}
 }
 
-// Flush makes everything written durable now.
+// Flush makes everything written durable now. It waits for a flush in
+// progress and then runs its own.
 func (l *Log) Flush() error {
+	l.fmu.Lock()
+	for l.flushing {
+		done := l.fdone
+		l.fmu.Unlock()
+		<-done
+		l.fmu.Lock()
+	}
+	l.flushing = true
+	l.fmu.Unlock()
+	err := l.doFlush()
+	l.endFlush()
+	return err
+}
+
+// endFlush ends the flush this goroutine led and wakes the waiters.
+func (l *Log) endFlush() {
+	l.fmu.Lock()
+	l.flushing = false
+	close(l.fdone)
+	l.fdone = make(chan struct{})
+	l.fmu.Unlock()
+}
+
+// doFlush writes the staged runs and fdatasyncs. Only the flush leader
+// (flushing set) calls it.
+func (l *Log) doFlush() error {
 	start := time.Now()
 	if err := l.writeStage(); err != nil {
 		l.ferr.Store(&err)
@@ -496,16 +514,19 @@ func (l *Log) Flush() error {
 			break
 		}
 	}
-	l.fmu.Lock()
-	close(l.fdone)
-	l.fdone = make(chan struct{})
-	l.fmu.Unlock()
 	return nil
 }
 
-// groupCommit is the SYNC_FLUSH flusher: every round flushes whatever was
-// written when it started, so all appends that queued up during the
-// previous fdatasync share the next one.
+func (l *Log) staged() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.st.buf) > 0
+}
+
+// groupCommit is the SYNC_FLUSH background flusher. Waiting appenders
+// lead their own group commits (WaitFlushed); this goroutine only flushes,
+// every 10 ms, what nobody waits for (WAIT=false messages), so that it
+// becomes readable and durable.
 func (l *Log) groupCommit() {
 	defer l.wg.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -516,7 +537,7 @@ func (l *Log) groupCommit() {
 			return
 		case <-l.freq:
 		case <-tick.C:
-			if l.q.MaxOffset() <= l.flushed.Load() {
+			if l.q.MaxOffset() <= l.flushed.Load() && !l.staged() {
 				continue
 			}
 		}

@@ -58,7 +58,7 @@ func Open(dir, topic string, id int32, fileSize int64) (*Queue, error) {
 	if fileSize <= 0 || fileSize%UnitSize != 0 {
 		return nil, fmt.Errorf("consume queue: file size %d is not a multiple of %d", fileSize, UnitSize)
 	}
-	q, err := segment.OpenQueue(dir, segment.QueueOptions{FileSize: fileSize, Warm: true})
+	q, err := segment.OpenQueue(dir, segment.QueueOptions{FileSize: fileSize, Mode: segment.MapWriteSparse})
 	if err != nil {
 		return nil, err
 	}

@@ -1,29 +1,3 @@
-// Package segment provides the preallocated, fixed-size, memory-mapped files
-// the commit log, the consume queues and the index are made of, and the
-// ordered list of such files that forms one logical byte stream.
-//
-// How data gets in and out, decided by measurements on the CI machine kind
-// (docs/store.md has the numbers and the commands):
-//
-//   - Reads always go through a shared mapping: concurrent, lock-free, no
-//     syscall, and a pull copies records straight out of the page cache.
-//   - Commit log writes use pwrite (Mode PWrite, mapping read-only).
-//     Copying into a writable mapping is faster (6.6-7.6 GB/s against
-//     0.5-1.1 GB/s for one pwrite per 1 KiB record), but fdatasync after
-//     writes through a mapping ran at 290-840/s against 3,200-4,800/s after
-//     pwrite on the same preallocated file: writeback must write-protect
-//     the mapped pages and the next store faults again. The fsync rate is
-//     what SYNC_FLUSH and group commit live on, and pwrite is still far
-//     above the disk's sequential bandwidth for ASYNC_FLUSH.
-//   - Consume queue and index files, fsynced about once a second, take
-//     small scattered writes and use the writable mapping (Mode MapWrite).
-//   - New files are fallocated (so a full disk fails at creation, not with
-//     SIGBUS later) and, with warm, zero-filled so that appends overwrite
-//     allocated, cached pages: appending to a growing or merely fallocated
-//     file measured 6-13x slower (perf.md) and 0.8-3.2 GB/s against
-//     6.6-7.6 GB/s here. The next commit log file is prepared in the
-//     background (see Queue) so the writer never waits for that.
-//   - fdatasync on the descriptor covers both write paths.
 package segment
 
 import (
@@ -44,6 +18,11 @@ const (
 	MapWrite Mode = iota
 	// PWrite maps the file read-only; WriteAt uses pwrite(2).
 	PWrite
+	// MapWriteSparse is MapWrite on a sparse file: blocks are allocated on
+	// first write, not reserved at creation. For consume queues and index
+	// files, which are many, mostly small in use, and written by the
+	// dispatcher (a full disk stops appends first, see store.ErrDiskFull).
+	MapWriteSparse
 )
 
 // Sentinel errors of the package.
@@ -109,7 +88,7 @@ func Create(path string, base, size int64, warm bool, mode Mode) (*File, error) 
 		os.Remove(tmp)
 		return nil, err
 	}
-	if err := fallocate(fd, size); err != nil {
+	if err := reserve(fd, size, mode); err != nil {
 		return fail(fmt.Errorf("preallocate segment %s: %w", path, err))
 	}
 	if warm {
@@ -119,6 +98,12 @@ func Create(path string, base, size int64, warm bool, mode Mode) (*File, error) 
 			if _, err := fd.WriteAt(zero[:n], off); err != nil {
 				return fail(fmt.Errorf("warm segment %s: %w", path, err))
 			}
+		}
+		// Writing the zeros out turns fallocate's unwritten extents into
+		// written ones now, so later fdatasyncs carry data only and no
+		// extent conversion (journal commit) each time.
+		if err := syscall.Fdatasync(int(fd.Fd())); err != nil {
+			return fail(fmt.Errorf("warm segment %s: %w", path, err))
 		}
 	}
 	// The rename makes a half-created file invisible to a recovery that
@@ -147,7 +132,7 @@ func Open(path string, base, size int64, mode Mode) (*File, error) {
 		return nil, fmt.Errorf("open segment %s: size %d exceeds configured %d", path, st.Size(), size)
 	}
 	if st.Size() < size {
-		if err := fallocate(fd, size); err != nil {
+		if err := reserve(fd, size, mode); err != nil {
 			fd.Close()
 			return nil, fmt.Errorf("extend segment %s: %w", path, err)
 		}
@@ -155,7 +140,10 @@ func Open(path string, base, size int64, mode Mode) (*File, error) {
 	return mapFile(fd, path, base, size, mode)
 }
 
-func fallocate(fd *os.File, size int64) error {
+func reserve(fd *os.File, size int64, mode Mode) error {
+	if mode == MapWriteSparse {
+		return fd.Truncate(size)
+	}
 	err := syscall.Fallocate(int(fd.Fd()), 0, 0, size)
 	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
 		return fd.Truncate(size)
@@ -165,7 +153,7 @@ func fallocate(fd *os.File, size int64) error {
 
 func mapFile(fd *os.File, path string, base, size int64, mode Mode) (*File, error) {
 	prot := syscall.PROT_READ
-	if mode == MapWrite {
+	if mode != PWrite {
 		prot |= syscall.PROT_WRITE
 	}
 	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), prot, syscall.MAP_SHARED)
@@ -207,11 +195,18 @@ func (f *File) Full() bool { return f.wrote.Load() >= f.size }
 
 // WriteAt writes p into the file at relative offset off (pwrite or a copy
 // into the mapping, by mode); readers see it through Data at once. It does
-// not move the written position. Owner only.
+// not move the written position and fails with ErrClosed on a closed file.
+// Writes must be serialized by the owner.
 func (f *File) WriteAt(p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > f.size {
 		return fmt.Errorf("%w: write %d bytes at %d in %d", ErrOutOfRange, len(p), off, f.size)
 	}
+	// The reference keeps a file that is being deleted concurrently (a
+	// topic removal racing the dispatcher) mapped until the write is done.
+	if !f.Acquire() {
+		return fmt.Errorf("%w: %s", ErrClosed, f.path)
+	}
+	defer f.Release()
 	if f.mode == PWrite {
 		if _, err := f.fd.WriteAt(p, off); err != nil {
 			return fmt.Errorf("write segment %s: %w", f.path, err)

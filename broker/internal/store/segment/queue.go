@@ -337,6 +337,17 @@ func (q *Queue) DirtyBytes() int64 {
 	return d
 }
 
+// WaitPreallocated blocks until the background creation of the next file
+// (if any) has finished.
+func (q *Queue) WaitPreallocated() {
+	q.pmu.Lock()
+	p := q.pending
+	q.pmu.Unlock()
+	if p != nil {
+		<-p.done
+	}
+}
+
 func (q *Queue) dropPending() {
 	q.pmu.Lock()
 	p := q.pending
