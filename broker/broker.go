@@ -20,6 +20,7 @@ import (
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/subgroup"
 	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/broker/internal/transaction"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -41,8 +42,10 @@ type Broker struct {
 	server   *remoting.Server
 	nsClient *remoting.Client
 	registry *registry.Registry
+	tx       *transaction.Service
 
 	filterCache sync.Map // compiled subscription filters by type and expression
+	delayLevels int      // number of messageDelayLevel levels
 
 	ln        net.Listener
 	storeHost netip.AddrPort
@@ -65,6 +68,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{})}
 	cfgDir := filepath.Join(opts.Store.StorePathRootDir, "config")
 	levels, _ := store.ParseDelayLevels(opts.Store.MessageDelayLevel)
+	b.delayLevels = len(levels)
 	var err error
 	b.topics, err = topic.Open(filepath.Join(cfgDir, "topics.json"), topic.Options{
 		ClusterName: opts.BrokerClusterName, BrokerName: opts.BrokerName,
@@ -114,6 +118,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
 	b.addr = b.storeHost.String()
 
+	if b.tx, err = b.newTransactions(); err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: transactions: %w", err)
+	}
 	b.server = remoting.NewServer(remoting.ServerOptions{MaxFrameSize: o.ServerSocketMaxFrame, Logger: b.log})
 	b.registerHandlers()
 	b.server.OnDisconnect(b.onDisconnect)
@@ -148,6 +156,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		if err := b.registry.Start(ctx); err != nil {
 			b.log.Warn("first registration incomplete", "err", err)
 		}
+	}
+	if o.IsMaster() {
+		b.tx.Start()
 	}
 	b.wg.Add(1)
 	go b.housekeeping()
@@ -230,6 +241,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.polls.Close()
+		if b.tx != nil {
+			if err := b.tx.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if b.server != nil {
 			if err := b.server.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errs = append(errs, err)
@@ -298,6 +314,11 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.UpdateAndCreateSubscription, b.handleUpdateSubscriptionGroup)
 	s.HandleFunc(protocol.ViewMessageByID, b.handleViewMessage)
 	s.HandleFunc(protocol.QueryMessage, b.handleQueryMessage)
+	s.HandleFunc(protocol.ConsumerSendMsgBack, b.handleSendBack)
+	s.HandleFunc(protocol.EndTransaction, b.handleEndTransaction)
+	s.HandleFunc(protocol.TideListHalfMessages, b.handleListHalf)
+	s.HandleFunc(protocol.TideResumeHalfCheck, b.handleResumeHalf)
+	s.HandleFunc(protocol.TideForceEndTransaction, b.handleForceEnd)
 }
 
 // errorResponse logs a refused request and builds its response.

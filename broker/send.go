@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/broker/internal/transaction"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -20,6 +21,7 @@ import (
 // SEND_BATCH_MESSAGE (320) and the reply sends (324/325).
 func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	code := req.Code
+	isReply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
 	if code == protocol.SendReplyMessage {
 		code = protocol.SendMessage
 	} else if code == protocol.SendReplyMessageV2 {
@@ -134,7 +136,21 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 			msgs[0].Topic, msgs[0].QueueID = dlq.TopicName, 0
 		}
 	}
-	return b.putAndRespond(ctx, c, req, msgs)
+	if isReply {
+		return b.handleReply(ctx, c, req, h, msgs[0])
+	}
+	if len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties) {
+		transaction.Prepare(msgs[0])
+		resp := b.putAndRespond(ctx, c, req, msgs, qid)
+		if resp.Code == protocol.Success || resp.Code == protocol.FlushDiskTimeout {
+			b.tx.Added(msgs[0])
+		}
+		return resp
+	}
+	if len(msgs) == 1 {
+		b.divertDelayed(msgs[0])
+	}
+	return b.putAndRespond(ctx, c, req, msgs, qid)
 }
 
 // stampProperties adds the broker-side properties RocketMQ 4.9 adds on
@@ -150,7 +166,10 @@ func (b *Broker) stampProperties(m *protocol.MessageExt) {
 }
 
 // putAndRespond stores msgs and builds the send response.
-func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt) *protocol.Command {
+// queueID is the queue the producer addressed (a delayed message is
+// stored in a schedule queue but reported on its real queue, as RocketMQ
+// does).
+func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, queueID int32) *protocol.Command {
 	if err := ctx.Err(); err != nil {
 		return b.errorResponse(c, req, protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy: %v", err)
 	}
@@ -186,7 +205,7 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	}
 	rh := protocol.SendMessageResponseHeader{
 		MsgID:       strings.Join(ids, ","),
-		QueueID:     msgs[0].QueueID,
+		QueueID:     queueID,
 		QueueOffset: res.QueueOffset,
 		MsgRegion:   b.opts.RegionID,
 		TraceOn:     b.opts.TraceOn,

@@ -65,6 +65,21 @@ const (
 	PushReplyMessageToClient      int16 = 326
 )
 
+// Tide extension request codes, for operations RocketMQ 4.x has no request
+// for (used by mqadmin and the console). They live far above RocketMQ's
+// range; a RocketMQ broker answers them REQUEST_CODE_NOT_SUPPORTED.
+const (
+	// TideListHalfMessages: body = JSON array of the pending and parked half
+	// messages.
+	TideListHalfMessages int16 = 10001
+	// TideResumeHalfCheck: ext tranStateTableOffset; restarts checks of a
+	// parked half message.
+	TideResumeHalfCheck int16 = 10002
+	// TideForceEndTransaction: ext tranStateTableOffset, commitOrRollback (8
+	// or 12), operator; decides a pending or parked half message.
+	TideForceEndTransaction int16 = 10003
+)
+
 // Response codes (RocketMQ ResponseCode).
 const (
 	Success                    int16 = 0

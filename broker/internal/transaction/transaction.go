@@ -1,0 +1,815 @@
+// Package transaction implements RocketMQ's transactional (half) messages
+// in the broker: a prepared message is parked in RMQ_SYS_TRANS_HALF_TOPIC,
+// invisible to consumers, until its producer commits or rolls it back with
+// END_TRANSACTION, or until a check-back (CHECK_TRANSACTION_STATE sent to a
+// live producer of its group) resolves it.
+//
+// Guarantee: a message becomes visible if and only if a COMMIT decision was
+// taken for it, and at most one visible copy is produced per half message.
+// The first decision wins; a later, conflicting or repeated decision is
+// ignored and logged.
+//
+// Durability: every decision is first appended to RMQ_SYS_TRANS_OP_HALF_TOPIC
+// (the op record, tag "d", body = the half queue offset, property
+// TIDE_TX_DECISION), then applied. On start the service rebuilds its
+// decisions from the op queue, re-applies a COMMIT whose committed message
+// is missing (a crash between the two appends; found through the index by
+// UNIQ_KEY and preparedTransactionOffset), and rebuilds the pending set from
+// the half queue. Check counts and the scan progress are kept in a small
+// JSON state file.
+//
+// Timing: a half message is first checked transactionTimeOut after the
+// broker received it (or CHECK_IMMUNITY_TIME_IN_SECONDS when the producer
+// set it), then every transactionCheckInterval (with ±10% jitter), at most
+// transactionCheckMax times; then it is parked: a copy goes to the visible
+// topic TRANS_CHECK_MAX_TIME_TOPIC, an op record PARKED is written, and no
+// more checks are sent until an operator resumes checks or forces a
+// decision. A producer's END_TRANSACTION still decides a parked message.
+// When no producer of the group is connected nothing is sent and the
+// message is re-examined with exponential backoff (capped at four check
+// intervals), so an outage causes no check storm; checks per producer group
+// are also rate limited.
+package transaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/jsonfile"
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Topics of the transaction machinery.
+const (
+	HalfTopic        = "RMQ_SYS_TRANS_HALF_TOPIC"
+	OpTopic          = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	CheckMaxTopic    = "TRANS_CHECK_MAX_TIME_TOPIC"
+	opTag            = "d"
+	propDecision     = "TIDE_TX_DECISION"
+	propHalfQueueOff = protocol.PropTranPreparedQueueOffset
+)
+
+// Decision is the state of a half message.
+type Decision string
+
+// Decisions. Parked and Resumed are operator-visible states, not final.
+const (
+	Pending  Decision = ""
+	Commit   Decision = "COMMIT"
+	Rollback Decision = "ROLLBACK"
+	Parked   Decision = "PARKED"
+	Resumed  Decision = "RESUMED"
+)
+
+// Errors.
+var (
+	// ErrNotFound: no half message matches the END_TRANSACTION header.
+	ErrNotFound = errors.New("transaction: half message not found")
+	// ErrMismatch: the half message exists but the producer group, queue
+	// offset or commit log offset of the request do not match it.
+	ErrMismatch = errors.New("transaction: request does not match the half message")
+	// ErrNoProducer: no live producer of the group to check with.
+	ErrNoProducer = errors.New("transaction: no live producer of the group")
+	// ErrBadDecision: the decision value is not commit or rollback.
+	ErrBadDecision = errors.New("transaction: bad decision")
+)
+
+// Store is what the service needs from the message store.
+type Store interface {
+	PutMessage(ctx context.Context, m *protocol.MessageExt) (store.PutResult, error)
+	LookMessage(commitLogOffset int64) (*protocol.MessageExt, error)
+	ReadQueue(topic string, queueID int32, offset int64, n int) ([]store.QueueUnit, error)
+	MinOffset(topic string, queueID int32) int64
+	MaxOffset(topic string, queueID int32) int64
+	QueryMessages(topic, key string, maxNum int, beginMs, endMs int64) store.QueryResult
+}
+
+// Checker sends CHECK_TRANSACTION_STATE for a half message to one live
+// producer of group. It returns ErrNoProducer when none is connected.
+type Checker func(ctx context.Context, group string, req *protocol.Command) error
+
+// Options configures the service.
+type Options struct {
+	Store     Store
+	Check     Checker
+	StatePath string // config/transaction.json
+	StoreHost netip.AddrPort
+	// Timeout is transactionTimeOut: the age at which a half message is
+	// first checked. Interval is transactionCheckInterval. MaxChecks is
+	// transactionCheckMax.
+	Timeout   time.Duration
+	Interval  time.Duration
+	MaxChecks int
+	// MaxChecksPerSecond bounds the checks sent per producer group per
+	// second (default 200).
+	MaxChecksPerSecond int
+	// Divert, if set, is applied to a committed message before it is
+	// stored (delay levels and timers of transactional messages).
+	Divert func(*protocol.MessageExt)
+	// Created, if set, is called for a system topic the service writes to
+	// for the first time (the broker creates and registers it).
+	Created func(topic string)
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+type pending struct {
+	queueOffset int64
+	phyOffset   int64
+	group       string
+	uniqKey     string
+	storeTime   time.Time
+	checks      int
+	nextCheck   time.Time
+	misses      int // rounds without a live producer
+	parked      bool
+}
+
+// HalfInfo describes a pending or parked half message (admin view).
+type HalfInfo struct {
+	QueueOffset     int64     `json:"queueOffset"`
+	CommitLogOffset int64     `json:"commitLogOffset"`
+	ProducerGroup   string    `json:"producerGroup"`
+	Topic           string    `json:"topic"`
+	MsgID           string    `json:"msgId"`
+	StoreTime       time.Time `json:"storeTime"`
+	Checks          int       `json:"checks"`
+	NextCheck       time.Time `json:"nextCheck"`
+	Parked          bool      `json:"parked"`
+}
+
+// Stats are counters for metrics.
+type Stats struct {
+	Pending, Parked                   int
+	ChecksSent, Commits, Rollbacks    int64
+	Duplicates, Conflicts, NoProducer int64
+}
+
+// Service is the transaction manager. It is safe for concurrent use.
+type Service struct {
+	o   Options
+	log *slog.Logger
+
+	mu        sync.Mutex
+	decided   map[int64]Decision // half queue offset -> final decision (Commit/Rollback)
+	pend      map[int64]*pending
+	scanned   int64 // half queue offset scanned up to (exclusive)
+	opScanned int64
+	stats     Stats
+	tokens    map[string]*bucket
+
+	endMu sync.Mutex // serialises decisions so that the first one wins
+
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+}
+
+type state struct {
+	Checks map[string]int `json:"checks"` // half queue offset -> checks sent
+}
+
+// New builds the service and recovers its state from the op and half
+// queues. It does not start checking until Start.
+func New(o Options) (*Service, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxChecksPerSecond <= 0 {
+		o.MaxChecksPerSecond = 200
+	}
+	if o.Timeout <= 0 || o.Interval <= 0 || o.MaxChecks <= 0 {
+		return nil, errors.New("transaction: timeout, interval and max checks must be positive")
+	}
+	s := &Service{o: o, log: o.Logger.With("component", "transaction"), decided: map[int64]Decision{},
+		pend: map[int64]*pending{}, tokens: map[string]*bucket{}, stop: make(chan struct{}), done: make(chan struct{})}
+	var st state
+	if _, err := jsonfile.Load(o.StatePath, &st); err != nil {
+		return nil, err
+	}
+	if err := s.recover(st); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// recover replays the op queue, re-applies lost commits, and loads the
+// undecided half messages.
+func (s *Service) recover(st state) error {
+	parked := map[int64]bool{}
+	commits := map[int64]int64{} // half queue offset -> op record order, for re-apply checks
+	if err := s.readOps(func(half int64, d Decision) {
+		switch d {
+		case Commit, Rollback:
+			if _, ok := s.decided[half]; !ok {
+				s.decided[half] = d
+				if d == Commit {
+					commits[half] = 1
+				}
+			}
+		case Parked:
+			parked[half] = true
+		case Resumed:
+			delete(parked, half)
+		}
+	}); err != nil {
+		return err
+	}
+	s.scanned = s.o.Store.MinOffset(HalfTopic, 0)
+	if err := s.scanHalf(); err != nil {
+		return err
+	}
+	for off, p := range s.pend {
+		if parked[off] {
+			p.parked = true
+		}
+		if n, ok := st.Checks[strconv.FormatInt(off, 10)]; ok {
+			p.checks = n
+		}
+	}
+	// Re-apply commits whose visible message is missing (crash between the
+	// op record and the committed message).
+	for half := range commits {
+		if err := s.ensureCommitted(half); err != nil {
+			s.log.Error("re-apply commit after restart", "halfQueueOffset", half, "err", err)
+		}
+	}
+	s.log.Info("transactions recovered", "decided", len(s.decided), "pending", len(s.pend), "parked", len(parked))
+	return nil
+}
+
+// readOps calls fn for every op record not yet read.
+func (s *Service) readOps(fn func(half int64, d Decision)) error {
+	if s.opScanned < s.o.Store.MinOffset(OpTopic, 0) {
+		s.opScanned = s.o.Store.MinOffset(OpTopic, 0)
+	}
+	max := s.o.Store.MaxOffset(OpTopic, 0)
+	for s.opScanned < max {
+		units, err := s.o.Store.ReadQueue(OpTopic, 0, s.opScanned, 256)
+		if err != nil {
+			return fmt.Errorf("transaction: read op queue: %w", err)
+		}
+		if len(units) == 0 {
+			break
+		}
+		for _, u := range units {
+			s.opScanned++
+			if u.Size == 0 {
+				continue
+			}
+			m, err := s.o.Store.LookMessage(u.Offset)
+			if err != nil {
+				s.log.Warn("unreadable op record", "offset", u.Offset, "err", err)
+				continue
+			}
+			half, err := strconv.ParseInt(string(m.Body), 10, 64)
+			if err != nil {
+				continue
+			}
+			d := Decision(m.Property(propDecision))
+			if d == "" {
+				d = Rollback // an op record without a decision (RocketMQ's form): resolved
+			}
+			fn(half, d)
+		}
+	}
+	return nil
+}
+
+// scanHalf loads half messages appended since the last scan.
+func (s *Service) scanHalf() error {
+	max := s.o.Store.MaxOffset(HalfTopic, 0)
+	for s.scanned < max {
+		units, err := s.o.Store.ReadQueue(HalfTopic, 0, s.scanned, 256)
+		if err != nil {
+			return fmt.Errorf("transaction: read half queue: %w", err)
+		}
+		if len(units) == 0 {
+			break
+		}
+		for _, u := range units {
+			off := s.scanned
+			s.scanned++
+			if u.Size == 0 {
+				continue
+			}
+			if _, ok := s.decided[off]; ok {
+				continue
+			}
+			if _, ok := s.pend[off]; ok {
+				continue
+			}
+			m, err := s.o.Store.LookMessage(u.Offset)
+			if err != nil {
+				s.log.Warn("unreadable half message", "queueOffset", off, "err", err)
+				continue
+			}
+			s.pend[off] = s.newPending(off, m)
+		}
+	}
+	return nil
+}
+
+func (s *Service) newPending(queueOffset int64, m *protocol.MessageExt) *pending {
+	st := time.UnixMilli(m.StoreTimestamp)
+	first := s.o.Timeout
+	if v := m.Property(protocol.PropCheckImmunityTimeSeconds); v != "" {
+		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
+			first = time.Duration(sec) * time.Second
+		}
+	}
+	return &pending{queueOffset: queueOffset, phyOffset: m.CommitLogOffset, group: m.Property(protocol.PropProducerGroup),
+		uniqKey: m.Property(protocol.PropUniqKey), storeTime: st, nextCheck: st.Add(first)}
+}
+
+// IsHalf reports whether a send is a prepared transactional message.
+func IsHalf(sysFlag int32, props map[string]string) bool {
+	return protocol.TxType(sysFlag) == protocol.SysFlagTxPrepared || props[protocol.PropTransactionPrepared] == "true"
+}
+
+// Prepare rewrites a prepared message for storage in the half topic: its
+// real topic and queue are kept in properties and the transaction bits are
+// cleared so the half record gets a queue offset (as RocketMQ does).
+func Prepare(m *protocol.MessageExt) {
+	m.SetProperty(protocol.PropRealTopic, m.Topic)
+	m.SetProperty(protocol.PropRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.SetProperty(protocol.PropTransactionPrepared, "true")
+	m.SysFlag = m.SysFlag &^ protocol.SysFlagTxMask
+	m.Topic, m.QueueID = HalfTopic, 0
+}
+
+// Added registers a half message right after it was stored, so it is
+// checked even before the next scan.
+func (s *Service) Added(m *protocol.MessageExt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.decided[m.QueueOffset]; ok {
+		return
+	}
+	if _, ok := s.pend[m.QueueOffset]; !ok {
+		s.pend[m.QueueOffset] = s.newPending(m.QueueOffset, m)
+	}
+}
+
+// EndRequest is a decision for a half message.
+type EndRequest struct {
+	ProducerGroup        string
+	TranStateTableOffset int64 // half queue offset
+	CommitLogOffset      int64 // half record offset
+	Decision             Decision
+	FromCheck            bool
+	Operator             string // set for forced decisions (audit)
+}
+
+// Outcome tells what End did.
+type Outcome int
+
+// Outcomes of End.
+const (
+	Applied   Outcome = iota // the decision was taken
+	Duplicate                // the same decision was already taken: nothing done
+	Conflict                 // another decision was taken first: ignored
+)
+
+// End applies a COMMIT or ROLLBACK decision. The first decision for a half
+// message wins; End never produces a second visible copy.
+func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
+	if r.Decision != Commit && r.Decision != Rollback {
+		return 0, fmt.Errorf("%w: %q", ErrBadDecision, r.Decision)
+	}
+	half, err := s.o.Store.LookMessage(r.CommitLogOffset)
+	if err != nil {
+		return 0, fmt.Errorf("%w: commit log offset %d: %v", ErrNotFound, r.CommitLogOffset, err)
+	}
+	if half.Topic != HalfTopic || half.QueueOffset != r.TranStateTableOffset ||
+		(r.ProducerGroup != "" && half.Property(protocol.PropProducerGroup) != r.ProducerGroup) {
+		return 0, fmt.Errorf("%w: topic %s, queue offset %d (request %d), group %q (request %q)", ErrMismatch,
+			half.Topic, half.QueueOffset, r.TranStateTableOffset, half.Property(protocol.PropProducerGroup), r.ProducerGroup)
+	}
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	s.mu.Lock()
+	prev, done := s.decided[half.QueueOffset]
+	s.mu.Unlock()
+	if done {
+		if prev == r.Decision {
+			s.count(func(st *Stats) { st.Duplicates++ })
+			s.log.Info("duplicate transaction decision ignored", "decision", r.Decision, "halfQueueOffset", half.QueueOffset, "msgId", half.Property(protocol.PropUniqKey), "fromCheck", r.FromCheck)
+			return Duplicate, nil
+		}
+		s.count(func(st *Stats) { st.Conflicts++ })
+		s.log.Warn("conflicting transaction decision ignored: the first decision stands", "first", prev, "late", r.Decision,
+			"halfQueueOffset", half.QueueOffset, "msgId", half.Property(protocol.PropUniqKey), "producerGroup", r.ProducerGroup, "fromCheck", r.FromCheck)
+		return Conflict, nil
+	}
+	// Decision first (durable), then its effect: a crash in between is
+	// repaired by recover.
+	if err := s.writeOp(ctx, half.QueueOffset, r.Decision); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.decided[half.QueueOffset] = r.Decision
+	delete(s.pend, half.QueueOffset)
+	s.mu.Unlock()
+	if r.Decision == Commit {
+		if err := s.commit(ctx, half); err != nil {
+			return 0, err
+		}
+		s.count(func(st *Stats) { st.Commits++ })
+	} else {
+		s.count(func(st *Stats) { st.Rollbacks++ })
+	}
+	lvl := slog.LevelDebug
+	if r.Operator != "" {
+		lvl = slog.LevelWarn
+	}
+	s.log.Log(ctx, lvl, "transaction decided", "decision", r.Decision, "halfQueueOffset", half.QueueOffset,
+		"msgId", half.Property(protocol.PropUniqKey), "topic", half.Property(protocol.PropRealTopic), "fromCheck", r.FromCheck, "operator", r.Operator)
+	return Applied, nil
+}
+
+func (s *Service) writeOp(ctx context.Context, halfQueueOffset int64, d Decision) error {
+	op := &protocol.MessageExt{StoreHost: s.o.StoreHost, BornHost: s.o.StoreHost, BornTimestamp: s.o.Now().UnixMilli()}
+	op.Topic, op.QueueID = OpTopic, 0
+	op.Body = []byte(strconv.FormatInt(halfQueueOffset, 10))
+	op.Properties = map[string]string{protocol.PropTags: opTag, propDecision: string(d)}
+	if _, err := s.o.Store.PutMessage(ctx, op); err != nil {
+		return fmt.Errorf("transaction: write op record: %w", err)
+	}
+	return nil
+}
+
+// committedCopy builds the visible message of a half message.
+func (s *Service) committedCopy(half *protocol.MessageExt) *protocol.MessageExt {
+	m := &protocol.MessageExt{
+		SysFlag:                   half.SysFlag&^protocol.SysFlagTxMask | protocol.SysFlagTxCommit,
+		BornTimestamp:             half.BornTimestamp,
+		BornHost:                  half.BornHost,
+		StoreHost:                 s.o.StoreHost,
+		ReconsumeTimes:            half.ReconsumeTimes,
+		PreparedTransactionOffset: half.CommitLogOffset,
+	}
+	m.Body, m.Flag = half.Body, half.Flag
+	m.Properties = make(map[string]string, len(half.Properties))
+	for k, v := range half.Properties {
+		m.Properties[k] = v
+	}
+	m.Topic = half.Property(protocol.PropRealTopic)
+	qid, _ := strconv.Atoi(half.Property(protocol.PropRealQueueID))
+	m.QueueID = int32(qid)
+	delete(m.Properties, protocol.PropRealTopic)
+	delete(m.Properties, protocol.PropRealQueueID)
+	delete(m.Properties, protocol.PropTransactionPrepared)
+	delete(m.Properties, protocol.PropTransactionCheckTimes)
+	m.Properties[propHalfQueueOff] = strconv.FormatInt(half.QueueOffset, 10)
+	return m
+}
+
+func (s *Service) commit(ctx context.Context, half *protocol.MessageExt) error {
+	m := s.committedCopy(half)
+	if s.o.Divert != nil {
+		s.o.Divert(m)
+	}
+	if _, err := s.o.Store.PutMessage(ctx, m); err != nil {
+		return fmt.Errorf("transaction: store committed message: %w", err)
+	}
+	return nil
+}
+
+// ensureCommitted re-applies a COMMIT whose visible message is missing.
+func (s *Service) ensureCommitted(halfQueueOffset int64) error {
+	units, err := s.o.Store.ReadQueue(HalfTopic, 0, halfQueueOffset, 1)
+	if err != nil || len(units) == 0 || units[0].Size == 0 {
+		return err // half record gone (retention): nothing to repair
+	}
+	half, err := s.o.Store.LookMessage(units[0].Offset)
+	if err != nil {
+		return err
+	}
+	key := half.Property(protocol.PropUniqKey)
+	if key == "" {
+		return nil // cannot tell; do not risk a duplicate
+	}
+	topic := half.Property(protocol.PropRealTopic)
+	if half.Property(protocol.PropDelayLevel) != "" {
+		topic = "SCHEDULE_TOPIC_XXXX"
+	}
+	res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, s.o.Now().UnixMilli()+1)
+	found, _ := protocol.DecodeMessages(res.Data)
+	for _, m := range found {
+		if m.PreparedTransactionOffset == half.CommitLogOffset {
+			return nil
+		}
+	}
+	s.log.Warn("re-applying a commit lost by a crash", "halfQueueOffset", halfQueueOffset, "msgId", key)
+	return s.commit(context.Background(), half)
+}
+
+// Start runs the check loop until Stop.
+func (s *Service) Start() {
+	tick := s.o.Interval / 4
+	if t := s.o.Timeout / 4; t < tick {
+		tick = t
+	}
+	tick = max(tick, 10*time.Millisecond)
+	tick = min(tick, time.Second)
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
+	go s.loop(tick)
+}
+
+func (s *Service) loop(tick time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	persist := time.NewTicker(5 * time.Second)
+	defer persist.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-persist.C:
+			if err := s.persist(); err != nil {
+				s.log.Error("persist transaction state", "err", err)
+			}
+		case <-t.C:
+			s.round()
+		}
+	}
+}
+
+// round scans for new half messages and sends the checks that are due.
+func (s *Service) round() {
+	s.mu.Lock()
+	if err := s.scanHalf(); err != nil {
+		s.log.Error("scan half queue", "err", err)
+	}
+	_ = s.readOps(func(half int64, d Decision) {
+		if d == Commit || d == Rollback {
+			if _, ok := s.decided[half]; !ok {
+				s.decided[half] = d
+			}
+			delete(s.pend, half)
+		}
+	})
+	now := s.o.Now()
+	var due []*pending
+	for _, p := range s.pend {
+		if !p.parked && !now.Before(p.nextCheck) {
+			due = append(due, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(due, func(i, j int) bool { return due[i].queueOffset < due[j].queueOffset })
+	for _, p := range due {
+		s.checkOne(p, now)
+	}
+}
+
+func (s *Service) checkOne(p *pending, now time.Time) {
+	if !s.take(p.group, now) {
+		return // rate limited: stays due for the next round
+	}
+	half, err := s.o.Store.LookMessage(p.phyOffset)
+	if err != nil {
+		s.log.Warn("half message unreadable; dropped from checks", "halfQueueOffset", p.queueOffset, "err", err)
+		s.mu.Lock()
+		delete(s.pend, p.queueOffset)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.decided[p.queueOffset]; ok {
+		delete(s.pend, p.queueOffset)
+		s.mu.Unlock()
+		return
+	}
+	if p.checks >= s.o.MaxChecks {
+		s.mu.Unlock()
+		s.park(p, half)
+		return
+	}
+	s.mu.Unlock()
+
+	req := s.checkRequest(half, p.checks+1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	err = s.o.Check(ctx, p.group, req)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		p.misses++
+		backoff := s.o.Interval << min(p.misses, 2)
+		p.nextCheck = now.Add(backoff)
+		if errors.Is(err, ErrNoProducer) {
+			s.stats.NoProducer++
+			s.log.Debug("no live producer for check-back", "group", p.group, "halfQueueOffset", p.queueOffset, "retryIn", backoff)
+		} else {
+			s.log.Warn("check-back send failed", "group", p.group, "halfQueueOffset", p.queueOffset, "err", err)
+		}
+		return
+	}
+	p.misses = 0
+	p.checks++
+	s.stats.ChecksSent++
+	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(s.o.Interval))
+	p.nextCheck = now.Add(s.o.Interval + jitter)
+}
+
+// checkRequest builds CHECK_TRANSACTION_STATE for a half message: the body
+// is the half record with its real topic and queue restored.
+func (s *Service) checkRequest(half *protocol.MessageExt, checks int) *protocol.Command {
+	m := *half
+	m.Properties = make(map[string]string, len(half.Properties)+1)
+	for k, v := range half.Properties {
+		m.Properties[k] = v
+	}
+	m.Properties[protocol.PropTransactionCheckTimes] = strconv.Itoa(checks)
+	m.Topic = half.Property(protocol.PropRealTopic)
+	qid, _ := strconv.Atoi(half.Property(protocol.PropRealQueueID))
+	m.QueueID = int32(qid)
+	body, err := protocol.AppendStored(nil, &m, protocol.EncodeProperties(m.Properties))
+	if err != nil {
+		body = nil
+	}
+	uniq := half.Property(protocol.PropUniqKey)
+	h := protocol.CheckTransactionStateRequestHeader{
+		TranStateTableOffset: half.QueueOffset,
+		CommitLogOffset:      half.CommitLogOffset,
+		MsgID:                uniq,
+		TransactionID:        uniq,
+		OffsetMsgID:          protocol.OffsetMsgID(half.StoreHost, half.CommitLogOffset),
+	}
+	req := protocol.NewRequest(protocol.CheckTransactionState, h.Encode(), body)
+	req.Flag |= protocol.FlagOneway
+	return req
+}
+
+// park moves a half message past its check limit to the visible
+// TRANS_CHECK_MAX_TIME_TOPIC and stops checking it.
+func (s *Service) park(p *pending, half *protocol.MessageExt) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.o.Created != nil {
+		s.o.Created(CheckMaxTopic)
+	}
+	cp := *half
+	cp.Topic, cp.QueueID = CheckMaxTopic, 0
+	cp.StoreHost = s.o.StoreHost
+	if _, err := s.o.Store.PutMessage(ctx, &cp); err != nil {
+		s.log.Error("park half message", "halfQueueOffset", p.queueOffset, "err", err)
+		return
+	}
+	if err := s.writeOp(ctx, p.queueOffset, Parked); err != nil {
+		s.log.Error("park half message", "halfQueueOffset", p.queueOffset, "err", err)
+		return
+	}
+	s.mu.Lock()
+	p.parked = true
+	s.mu.Unlock()
+	s.log.Warn("half message parked after the maximum number of checks; resume or force a decision with mqadmin",
+		"halfQueueOffset", p.queueOffset, "msgId", p.uniqKey, "group", p.group, "checks", p.checks, "topic", CheckMaxTopic)
+}
+
+// Resume restarts checks of a parked (or pending) half message with a
+// fresh check count.
+func (s *Service) Resume(ctx context.Context, halfQueueOffset int64, operator string) error {
+	s.mu.Lock()
+	p, ok := s.pend[halfQueueOffset]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: no pending half message at queue offset %d", ErrNotFound, halfQueueOffset)
+	}
+	if err := s.writeOp(ctx, halfQueueOffset, Resumed); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p.parked, p.checks, p.misses, p.nextCheck = false, 0, 0, s.o.Now()
+	s.mu.Unlock()
+	s.log.Warn("half message checks resumed by operator", "halfQueueOffset", halfQueueOffset, "operator", operator)
+	return nil
+}
+
+// Force decides a pending or parked half message by operator order.
+func (s *Service) Force(ctx context.Context, halfQueueOffset int64, d Decision, operator string) (Outcome, error) {
+	s.mu.Lock()
+	p, ok := s.pend[halfQueueOffset]
+	s.mu.Unlock()
+	if !ok {
+		return 0, fmt.Errorf("%w: no pending half message at queue offset %d", ErrNotFound, halfQueueOffset)
+	}
+	return s.End(ctx, EndRequest{TranStateTableOffset: halfQueueOffset, CommitLogOffset: p.phyOffset, Decision: d, Operator: operator})
+}
+
+// List returns the pending and parked half messages, oldest first.
+func (s *Service) List() []HalfInfo {
+	s.mu.Lock()
+	ps := make([]*pending, 0, len(s.pend))
+	for _, p := range s.pend {
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].queueOffset < ps[j].queueOffset })
+	out := make([]HalfInfo, 0, len(ps))
+	for _, p := range ps {
+		info := HalfInfo{QueueOffset: p.queueOffset, CommitLogOffset: p.phyOffset, ProducerGroup: p.group, MsgID: p.uniqKey,
+			StoreTime: p.storeTime, Checks: p.checks, NextCheck: p.nextCheck, Parked: p.parked}
+		if m, err := s.o.Store.LookMessage(p.phyOffset); err == nil {
+			info.Topic = m.Property(protocol.PropRealTopic)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Decision returns the decision taken for a half queue offset.
+func (s *Service) Decision(halfQueueOffset int64) Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decided[halfQueueOffset]
+}
+
+// Stats returns counters.
+func (s *Service) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Pending = len(s.pend)
+	for _, p := range s.pend {
+		if p.parked {
+			st.Parked++
+		}
+	}
+	return st
+}
+
+func (s *Service) count(f func(*Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+func (s *Service) persist() error {
+	s.mu.Lock()
+	st := state{Checks: make(map[string]int, len(s.pend))}
+	for off, p := range s.pend {
+		if p.checks > 0 {
+			st.Checks[strconv.FormatInt(off, 10)] = p.checks
+		}
+	}
+	s.mu.Unlock()
+	return jsonfile.Save(s.o.StatePath, st)
+}
+
+// Stop ends the check loop and persists the check counts.
+func (s *Service) Stop() error {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+		if started {
+			<-s.done
+		}
+	}
+	return s.persist()
+}
+
+// bucket is a per-group token bucket for check-backs.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (s *Service) take(group string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rate := float64(s.o.MaxChecksPerSecond)
+	b := s.tokens[group]
+	if b == nil {
+		b = &bucket{tokens: rate, last: now}
+		s.tokens[group] = b
+	}
+	b.tokens = min(rate, b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// handleSendBack serves CONSUMER_SEND_MSG_BACK: a message the consumer
+// failed to process is copied to %RETRY%group with a delay level growing
+// with its reconsume count, or to %DLQ%group once the consumer gave up
+// (rocketmq-protocol.md §5.3). The original record is not changed.
+func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	var h protocol.ConsumerSendMsgBackRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "bad send-back header: %v", err)
+	}
+	if !b.opts.IsMaster() {
+		return b.errorResponse(c, req, protocol.ServiceNotAvailable, "the broker[%s] is a slave and cannot accept messages", b.addr)
+	}
+	group, ok := b.groups.GetOrCreate(h.Group, b.opts.AutoCreateSubscriptionGroup)
+	if !ok {
+		return b.errorResponse(c, req, protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", h.Group)
+	}
+	if b.opts.BrokerPermission&protocol.PermWrite == 0 {
+		return b.errorResponse(c, req, protocol.NoPermission, "the broker[%s] sending message is forbidden", b.addr)
+	}
+	if group.RetryQueueNums <= 0 {
+		b.log.Warn("send-back dropped: group has no retry queues", "group", h.Group, "offset", h.Offset)
+		return protocol.NewResponse(req, protocol.Success, "")
+	}
+	orig, err := b.store.LookMessage(h.Offset)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "look message by offset failed, %d: %v", h.Offset, err)
+	}
+	m := protocol.MessageExt{
+		SysFlag:        orig.SysFlag,
+		BornTimestamp:  orig.BornTimestamp,
+		BornHost:       orig.BornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: orig.ReconsumeTimes + 1,
+	}
+	m.Body, m.Flag = orig.Body, orig.Flag
+	m.Properties = make(map[string]string, len(orig.Properties)+2)
+	for k, v := range orig.Properties {
+		m.Properties[k] = v
+	}
+	if m.Properties[protocol.PropRetryTopic] == "" {
+		m.Properties[protocol.PropRetryTopic] = orig.Topic
+	}
+	if m.Properties[protocol.PropOriginMessageID] == "" {
+		id := h.OriginMsgID
+		if id == "" {
+			id = orig.MsgID()
+		}
+		m.Properties[protocol.PropOriginMessageID] = id
+	}
+	delete(m.Properties, protocol.PropDelayLevel)
+
+	maxTimes := h.MaxReconsumeTimes
+	if maxTimes < 0 || req.Version < protocol.VersionV3_4_9 {
+		maxTimes = group.RetryMaxTimes
+	}
+	toDLQ := orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0
+	if toDLQ {
+		dlq, created, err := b.topics.CreateSystem(topic.DLQTopic(h.Group), 1, protocol.PermRead|protocol.PermWrite)
+		if err != nil {
+			return b.errorResponse(c, req, protocol.SystemError, "create dlq topic: %v", err)
+		}
+		if created {
+			b.registry.Trigger()
+		}
+		m.Topic, m.QueueID = dlq.TopicName, 0
+		b.log.Warn("message moved to the dead letter queue", "group", h.Group, "topic", orig.Topic, "msgId", orig.MsgID(),
+			"reconsumeTimes", orig.ReconsumeTimes, "max", maxTimes)
+	} else {
+		retry, created, err := b.topics.CreateSystem(topic.RetryTopic(h.Group), group.RetryQueueNums, protocol.PermRead|protocol.PermWrite)
+		if err != nil {
+			return b.errorResponse(c, req, protocol.SystemError, "create retry topic: %v", err)
+		}
+		if created {
+			b.registry.Trigger()
+		}
+		m.Topic, m.QueueID = retry.TopicName, rand.Int32N(retry.WriteQueueNums)
+		level := h.DelayLevel
+		if level == 0 {
+			level = 3 + orig.ReconsumeTimes
+		}
+		m.Properties[protocol.PropDelayLevel] = strconv.Itoa(int(level))
+	}
+	m.Properties[protocol.PropCluster] = b.opts.BrokerClusterName
+	b.divertDelayed(&m)
+	if _, err := b.store.PutMessage(ctx, &m); err != nil {
+		code := protocol.SystemError
+		if errors.Is(err, store.ErrDiskFull) || errors.Is(err, store.ErrShuttingDown) {
+			code = protocol.ServiceNotAvailable
+		}
+		return b.errorResponse(c, req, code, "send-back store failed: %v", err)
+	}
+	return protocol.NewResponse(req, protocol.Success, "")
+}

@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/transaction"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// newTransactions builds the transaction service (after the store host is
+// known, since committed copies carry it).
+func (b *Broker) newTransactions() (*transaction.Service, error) {
+	o := b.opts
+	return transaction.New(transaction.Options{
+		Store:     b.store,
+		Check:     b.sendCheck,
+		StatePath: filepath.Join(o.Store.StorePathRootDir, "config", "transaction.json"),
+		StoreHost: b.storeHost,
+		Timeout:   time.Duration(o.TransactionTimeOut) * time.Millisecond,
+		Interval:  time.Duration(o.TransactionCheckInterval) * time.Millisecond,
+		MaxChecks: o.TransactionCheckMax,
+		Divert:    b.divertDelayed,
+		Created: func(t string) {
+			if _, created, err := b.topics.CreateSystem(t, 1, protocol.PermRead|protocol.PermWrite); err == nil && created {
+				b.registry.Trigger()
+			}
+		},
+		Logger: b.log,
+	})
+}
+
+// sendCheck sends a check-back to the producer of group heard from most
+// recently.
+func (b *Broker) sendCheck(ctx context.Context, group string, req *protocol.Command) error {
+	for _, m := range b.clients.ProducerChannels(group) {
+		c, ok := m.Channel.(*remoting.Conn)
+		if !ok {
+			continue
+		}
+		if err := c.InvokeOneway(ctx, req); err != nil {
+			b.log.Debug("check-back to producer failed, trying another", "group", group, "client", m.ClientID, "err", err)
+			continue
+		}
+		return nil
+	}
+	return transaction.ErrNoProducer
+}
+
+// handleEndTransaction serves END_TRANSACTION: 8 commits, 12 rolls back,
+// 0 (unknown) leaves the half message to the check-back.
+func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	var h protocol.EndTransactionRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "bad end-transaction header: %v", err)
+	}
+	if !b.opts.IsMaster() {
+		return b.errorResponse(c, req, protocol.SlaveNotAvailable, "the broker[%s] is a slave; end transactions on the master", b.addr)
+	}
+	var d transaction.Decision
+	switch h.CommitOrRollback {
+	case protocol.SysFlagTxCommit:
+		d = transaction.Commit
+	case protocol.SysFlagTxRollback:
+		d = transaction.Rollback
+	default: // unknown: the check-back will ask again
+		b.log.Debug("transaction state unknown, left for check-back", "group", h.ProducerGroup, "msgId", h.MsgID, "fromCheck", h.FromTransactionCheck)
+		return protocol.NewResponse(req, protocol.Success, "")
+	}
+	out, err := b.tx.End(ctx, transaction.EndRequest{ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
+		CommitLogOffset: h.CommitLogOffset, Decision: d, FromCheck: h.FromTransactionCheck})
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "end transaction %s for msgId %s: %v", d, h.MsgID, err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	switch out {
+	case transaction.Duplicate:
+		resp.Remark = "duplicate decision ignored"
+	case transaction.Conflict:
+		resp.Remark = "another decision was taken first; ignored"
+	}
+	return resp
+}
+
+func (b *Broker) handleListHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	data, err := json.Marshal(b.tx.List())
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = data
+	return resp
+}
+
+func (b *Broker) handleResumeHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	off, err := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "tranStateTableOffset %q: %v", req.Ext("tranStateTableOffset"), err)
+	}
+	if err := b.tx.Resume(ctx, off, operator(c, req)); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+	}
+	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+func (b *Broker) handleForceEnd(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	off, err := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "tranStateTableOffset %q: %v", req.Ext("tranStateTableOffset"), err)
+	}
+	var d transaction.Decision
+	switch req.Ext("commitOrRollback") {
+	case "8":
+		d = transaction.Commit
+	case "12":
+		d = transaction.Rollback
+	default:
+		return b.errorResponse(c, req, protocol.SystemError, "commitOrRollback must be 8 (commit) or 12 (rollback), got %q", req.Ext("commitOrRollback"))
+	}
+	out, err := b.tx.Force(ctx, off, d, operator(c, req))
+	if err != nil {
+		code := protocol.SystemError
+		if errors.Is(err, transaction.ErrNotFound) {
+			code = protocol.QueryNotFound
+		}
+		return b.errorResponse(c, req, code, "%v", err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	if out != transaction.Applied {
+		resp.Remark = "a decision was already taken; nothing changed"
+	}
+	return resp
+}
+
+// operator names who asked for an admin action, for the audit log.
+func operator(c *remoting.Conn, req *protocol.Command) string {
+	if op := req.Ext("operator"); op != "" {
+		return op + "@" + c.RemoteAddr().String()
+	}
+	return c.RemoteAddr().String()
+}
