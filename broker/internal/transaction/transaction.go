@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
@@ -91,6 +92,8 @@ type Store interface {
 	MinOffset(topic string, queueID int32) int64
 	MaxOffset(topic string, queueID int32) int64
 	QueryMessages(topic, key string, maxNum int, beginMs, endMs int64) store.QueryResult
+	MaxPhyOffset() int64
+	WaitDispatched(ctx context.Context, phyOffset int64) error
 }
 
 // Checker sends CHECK_TRANSACTION_STATE for a half message to one live
@@ -208,6 +211,13 @@ func New(o Options) (*Service, error) {
 // recover replays the op queue, re-applies lost commits, and loads the
 // undecided half messages.
 func (s *Service) recover(st state) error {
+	// Consume queues and the index are built asynchronously: recovery
+	// reads them, so wait until they cover the whole commit log.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.o.Store.WaitDispatched(ctx, s.o.Store.MaxPhyOffset()); err != nil {
+		return fmt.Errorf("transaction: wait for dispatch: %w", err)
+	}
 	parked := map[int64]bool{}
 	commits := map[int64]int64{} // half queue offset -> op record order, for re-apply checks
 	if err := s.readOps(func(half int64, d Decision) {
@@ -506,7 +516,7 @@ func (s *Service) ensureCommitted(halfQueueOffset int64) error {
 	if half.Property(protocol.PropDelayLevel) != "" {
 		topic = "SCHEDULE_TOPIC_XXXX"
 	}
-	res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, s.o.Now().UnixMilli()+1)
+	res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, math.MaxInt64)
 	found, _ := protocol.DecodeMessages(res.Data)
 	for _, m := range found {
 		if m.PreparedTransactionOffset == half.CommitLogOffset {

@@ -1,0 +1,325 @@
+package transaction
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type env struct {
+	t      *testing.T
+	dir    string
+	st     *store.Store
+	svc    *Service
+	clk    *clock
+	mu     sync.Mutex
+	checks []int64 // half queue offsets checked
+	check  func(group string, req *protocol.Command) error
+}
+
+var host = netip.MustParseAddrPort("127.0.0.1:10911")
+
+func openEnv(t *testing.T, dir string, clk *clock) *env {
+	t.Helper()
+	cfg := store.DefaultConfig()
+	cfg.StorePathRootDir = dir
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	cfg.MaxMessageSize = 64 << 10
+	cfg.MappedFileSizeConsumeQueue = 20 * 1000
+	st, err := store.Open(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, st: st, clk: clk}
+	e.svc, err = New(Options{
+		Store: st, StatePath: filepath.Join(dir, "config", "transaction.json"), StoreHost: host,
+		Timeout: time.Second, Interval: time.Second, MaxChecks: 3, Now: clk.now,
+		Check: func(ctx context.Context, group string, req *protocol.Command) error {
+			off, _ := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
+			e.mu.Lock()
+			f := e.check
+			e.mu.Unlock()
+			if f != nil {
+				if err := f(group, req); err != nil {
+					return err
+				}
+			}
+			e.mu.Lock()
+			e.checks = append(e.checks, off)
+			e.mu.Unlock()
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) close() {
+	if err := e.svc.Stop(); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.st.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// half stores a prepared message and registers it.
+func (e *env) half(key string) *protocol.MessageExt {
+	e.t.Helper()
+	m := &protocol.MessageExt{BornHost: host, StoreHost: host, BornTimestamp: e.clk.now().UnixMilli(), SysFlag: protocol.SysFlagTxPrepared}
+	m.Topic, m.QueueID, m.Body = "orders", 2, []byte(key)
+	m.Properties = map[string]string{protocol.PropUniqKey: key, protocol.PropProducerGroup: "pg", protocol.PropTransactionPrepared: "true"}
+	Prepare(m)
+	if _, err := e.st.PutMessage(context.Background(), m); err != nil {
+		e.t.Fatal(err)
+	}
+	e.svc.Added(m)
+	return m
+}
+
+func (e *env) visible() int64 {
+	e.t.Helper()
+	if err := e.st.WaitDispatched(context.Background(), e.st.MaxPhyOffset()); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.st.MaxOffset("orders", 2)
+}
+
+func (e *env) end(m *protocol.MessageExt, d Decision) Outcome {
+	e.t.Helper()
+	out, err := e.svc.End(context.Background(), EndRequest{ProducerGroup: "pg", TranStateTableOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset, Decision: d})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func newClock() *clock { return &clock{t: time.Now()} }
+
+func TestServiceFirstDecisionWins(t *testing.T) {
+	e := openEnv(t, t.TempDir(), newClock())
+	defer e.close()
+	a, b := e.half("a"), e.half("b")
+	if e.visible() != 0 {
+		t.Fatal("half message visible before commit")
+	}
+	cases := []struct {
+		m    *protocol.MessageExt
+		d    Decision
+		want Outcome
+	}{
+		{a, Commit, Applied}, {a, Commit, Duplicate}, {a, Rollback, Conflict},
+		{b, Rollback, Applied}, {b, Commit, Conflict},
+	}
+	for i, c := range cases {
+		if got := e.end(c.m, c.d); got != c.want {
+			t.Fatalf("case %d: outcome %v, want %v", i, got, c.want)
+		}
+	}
+	if n := e.visible(); n != 1 {
+		t.Fatalf("visible = %d, want exactly one copy", n)
+	}
+	units, _ := e.st.ReadQueue("orders", 2, 0, 1)
+	msg, err := e.st.LookMessage(units[0].Offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.PreparedTransactionOffset != a.CommitLogOffset || protocol.TxType(msg.SysFlag) != protocol.SysFlagTxCommit ||
+		msg.Property(protocol.PropRealTopic) != "" || msg.Property(protocol.PropTransactionPrepared) != "" || string(msg.Body) != "a" {
+		t.Fatalf("committed copy %+v", msg)
+	}
+	// bad requests
+	if _, err := e.svc.End(context.Background(), EndRequest{ProducerGroup: "other", TranStateTableOffset: a.QueueOffset, CommitLogOffset: a.CommitLogOffset, Decision: Commit}); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("wrong group: %v", err)
+	}
+	if _, err := e.svc.End(context.Background(), EndRequest{TranStateTableOffset: a.QueueOffset + 7, CommitLogOffset: a.CommitLogOffset, Decision: Commit}); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("wrong queue offset: %v", err)
+	}
+	if _, err := e.svc.End(context.Background(), EndRequest{CommitLogOffset: 1 << 40, Decision: Commit}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown offset: %v", err)
+	}
+}
+
+func TestServiceCheckBackAndRestart(t *testing.T) {
+	dir, clk := t.TempDir(), newClock()
+	e := openEnv(t, dir, clk)
+	var halves []*protocol.MessageExt
+	for i := 0; i < 200; i++ {
+		halves = append(halves, e.half("k"+strconv.Itoa(i)))
+	}
+	for i := 0; i < 100; i++ { // the first hundred are decided before the restart
+		d := Commit
+		if i%2 == 1 {
+			d = Rollback
+		}
+		e.end(halves[i], d)
+	}
+	e.svc.round()
+	if len(e.checks) != 0 {
+		t.Fatalf("checked before transactionTimeOut: %v", e.checks)
+	}
+	e.close()
+
+	e = openEnv(t, dir, clk)
+	defer e.close()
+	if n := len(e.svc.List()); n != 100 {
+		t.Fatalf("pending after restart = %d, want 100", n)
+	}
+	// The checker answers each check by deciding: even offsets commit.
+	e.check = func(group string, req *protocol.Command) error {
+		off, _ := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
+		clo, _ := strconv.ParseInt(req.Ext("commitLogOffset"), 10, 64)
+		if group != "pg" {
+			t.Errorf("check for group %q", group)
+		}
+		msgs, err := protocol.DecodeMessages(req.Body)
+		if err != nil || len(msgs) != 1 || msgs[0].Topic != "orders" || msgs[0].QueueID != 2 {
+			t.Errorf("check body: %v %+v", err, msgs)
+		}
+		d := Rollback
+		if off%2 == 0 {
+			d = Commit
+		}
+		go e.svc.End(context.Background(), EndRequest{ProducerGroup: group, TranStateTableOffset: off, CommitLogOffset: clo, Decision: d, FromCheck: true})
+		return nil
+	}
+	clk.advance(2 * time.Second)
+	e.svc.round()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.svc.List()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(e.svc.List()); n != 0 {
+		t.Fatalf("unresolved after check-back: %d", n)
+	}
+	for _, off := range e.checks {
+		if off < 100 {
+			t.Fatalf("decided half %d was checked again", off)
+		}
+	}
+	// 50 commits before the restart, 50 after.
+	if n := e.visible(); n != 100 {
+		t.Fatalf("visible = %d, want 100", n)
+	}
+}
+
+func TestServiceReappliesCommitLostInCrash(t *testing.T) {
+	dir, clk := t.TempDir(), newClock()
+	e := openEnv(t, dir, clk)
+	m := e.half("lost")
+	// the op record is written, then the process dies before the commit
+	if err := e.svc.writeOp(context.Background(), m.QueueOffset, Commit); err != nil {
+		t.Fatal(err)
+	}
+	e.close()
+	for i := 0; i < 2; i++ { // re-applied once, not again on the next start
+		e = openEnv(t, dir, clk)
+		if n := e.visible(); n != 1 {
+			t.Fatalf("start %d: visible = %d, want 1", i, n)
+		}
+		if e.svc.Decision(m.QueueOffset) != Commit {
+			t.Fatal("decision lost")
+		}
+		e.close()
+	}
+}
+
+func TestServiceNoProducerBacksOff(t *testing.T) {
+	clk := newClock()
+	e := openEnv(t, t.TempDir(), clk)
+	defer e.close()
+	e.half("x")
+	var attempts int
+	e.check = func(string, *protocol.Command) error { attempts++; return ErrNoProducer }
+	for i := 0; i < 40; i++ { // 40 check intervals of outage
+		clk.advance(time.Second)
+		e.svc.round()
+	}
+	// backoff doubles up to 4 intervals: about 40/4 attempts, never one per round
+	if attempts > 14 || attempts < 5 {
+		t.Fatalf("attempts during the outage = %d", attempts)
+	}
+	if st := e.svc.Stats(); st.ChecksSent != 0 || st.Parked != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	e.check = nil // the producer is back
+	clk.advance(5 * time.Second)
+	e.svc.round()
+	if len(e.checks) != 1 {
+		t.Fatalf("checks after the producer returned = %d", len(e.checks))
+	}
+}
+
+func TestServiceParkResumeForce(t *testing.T) {
+	clk := newClock()
+	e := openEnv(t, t.TempDir(), clk)
+	defer e.close()
+	m := e.half("stuck")
+	for i := 0; i < 10; i++ {
+		clk.advance(1500 * time.Millisecond)
+		e.svc.round()
+	}
+	if len(e.checks) != 3 {
+		t.Fatalf("checks = %d, want transactionCheckMax = 3", len(e.checks))
+	}
+	list := e.svc.List()
+	if len(list) != 1 || !list[0].Parked || list[0].Topic != "orders" {
+		t.Fatalf("list %+v", list)
+	}
+	if err := e.st.WaitDispatched(context.Background(), e.st.MaxPhyOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if e.st.MaxOffset(CheckMaxTopic, 0) != 1 {
+		t.Fatal("parked message not visible in TRANS_CHECK_MAX_TIME_TOPIC")
+	}
+	if err := e.svc.Resume(context.Background(), m.QueueOffset, "test"); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(time.Second)
+	e.svc.round()
+	if len(e.checks) != 4 {
+		t.Fatalf("resume did not restart checks: %d", len(e.checks))
+	}
+	if out, err := e.svc.Force(context.Background(), m.QueueOffset, Commit, "ops"); err != nil || out != Applied {
+		t.Fatalf("force: %v %v", out, err)
+	}
+	if e.visible() != 1 || len(e.svc.List()) != 0 {
+		t.Fatal("force commit not applied")
+	}
+	if _, err := e.svc.Force(context.Background(), m.QueueOffset, Rollback, "ops"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("force on a decided message: %v", err)
+	}
+}
+
+func TestServiceRateLimit(t *testing.T) {
+	clk := newClock()
+	e := openEnv(t, t.TempDir(), clk)
+	defer e.close()
+	e.svc.o.MaxChecksPerSecond = 5
+	for i := 0; i < 50; i++ {
+		e.half("r" + strconv.Itoa(i))
+	}
+	clk.advance(2 * time.Second)
+	e.svc.round()
+	if len(e.checks) != 5 {
+		t.Fatalf("checks in one round = %d, want the rate limit 5", len(e.checks))
+	}
+}
