@@ -136,6 +136,7 @@ func TestTransactionOfficialClient(t *testing.T) {
 		}
 	}
 	waitFor(t, "all half messages resolved", 30*time.Second, func() bool { return len(halfList(t, b.Addr())) == 0 })
+	waitFor(t, "the committed messages", 10*time.Second, func() bool { return topicTotal(t, b.Addr(), topic, 4) >= 2 })
 	if got := topicTotal(t, b.Addr(), topic, 4); got != 2 {
 		t.Fatalf("visible messages = %d, want 2 (commit and unknown-commit)", got)
 	}
