@@ -3,6 +3,8 @@ package transaction
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strconv"
@@ -50,6 +52,7 @@ func openEnv(t *testing.T, dir string, clk *clock) *env {
 	e.svc, err = New(Options{
 		Store: st, StatePath: filepath.Join(dir, "config", "transaction.json"), StoreHost: host,
 		Timeout: time.Second, Interval: time.Second, MaxChecks: 3, Now: clk.now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Check: func(ctx context.Context, group string, req *protocol.Command) error {
 			off, _ := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
 			e.mu.Lock()
