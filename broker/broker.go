@@ -17,8 +17,10 @@ import (
 	"github.com/tidemq/tide/broker/internal/offset"
 	"github.com/tidemq/tide/broker/internal/queuelock"
 	"github.com/tidemq/tide/broker/internal/registry"
+	"github.com/tidemq/tide/broker/internal/schedule"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/subgroup"
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/broker/internal/topic"
 	"github.com/tidemq/tide/broker/internal/transaction"
 	"github.com/tidemq/tide/pkg/remoting"
@@ -43,6 +45,8 @@ type Broker struct {
 	nsClient *remoting.Client
 	registry *registry.Registry
 	tx       *transaction.Service
+	sched    *schedule.Service
+	timers   *timer.Service
 
 	filterCache sync.Map // compiled subscription filters by type and expression
 	delayLevels int      // number of messageDelayLevel levels
@@ -91,9 +95,6 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	b.clients = clientmgr.New(nil)
 	b.locks = queuelock.New(60*time.Second, nil)
 	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
-	b.store.SetDispatchListener(func(t string, q int32, qo, tags int64, props []byte) {
-		b.polls.Notify(t, q, qo+1, tags, props)
-	})
 	if !opts.IsMaster() {
 		b.store.SetReadOnly(true)
 	}
@@ -118,6 +119,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
 	b.addr = b.storeHost.String()
 
+	if err := b.startDelays(); err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: %w", err)
+	}
 	if b.tx, err = b.newTransactions(); err != nil {
 		ln.Close()
 		return fmt.Errorf("broker: transactions: %w", err)
@@ -246,6 +251,16 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		if b.sched != nil {
+			if err := b.sched.Stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if b.timers != nil {
+			if err := b.timers.Stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if b.server != nil {
 			if err := b.server.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errs = append(errs, err)
@@ -323,6 +338,7 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.TideListHalfMessages, b.handleListHalf)
 	s.HandleFunc(protocol.TideResumeHalfCheck, b.handleResumeHalf)
 	s.HandleFunc(protocol.TideForceEndTransaction, b.handleForceEnd)
+	s.HandleFunc(protocol.TideRecallTimer, b.handleRecallTimer)
 }
 
 // errorResponse logs a refused request and builds its response.

@@ -1,30 +1,81 @@
 package broker
 
 import (
-	"strconv"
+	"fmt"
+	"path/filepath"
+	"time"
 
-	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/broker/internal/schedule"
+	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// divertDelayed parks a message with a DELAY level in SCHEDULE_TOPIC_XXXX
-// (queue level-1), keeping its real topic and queue in properties, as
-// RocketMQ does. Half and rollback transaction records are never delayed.
-// TODO(schedule): replaced by schedule.Divert once the level service lands.
-func (b *Broker) divertDelayed(m *protocol.MessageExt) {
-	tx := protocol.TxType(m.SysFlag)
-	if tx == protocol.SysFlagTxPrepared || tx == protocol.SysFlagTxRollback {
-		return
+// startDelays builds and starts the delay-level service
+// (SCHEDULE_TOPIC_XXXX) and the timer service (arbitrary delivery times),
+// and routes the store's dispatch notifications to them and to held pulls.
+func (b *Broker) startDelays() error {
+	o := b.opts
+	levels, err := store.ParseDelayLevels(o.Store.MessageDelayLevel)
+	if err != nil {
+		return err
 	}
-	level, err := strconv.Atoi(m.Properties[protocol.PropDelayLevel])
-	if err != nil || level <= 0 {
-		return
+	cfgDir := filepath.Join(o.Store.StorePathRootDir, "config")
+	if b.sched, err = schedule.New(schedule.Options{Store: b.store, Levels: levels, OffsetPath: filepath.Join(cfgDir, "delayOffset.json"),
+		FlushInterval: time.Duration(o.FlushDelayOffsetInterval) * time.Millisecond, Logger: b.log}); err != nil {
+		return fmt.Errorf("delay levels: %w", err)
 	}
-	if level > b.delayLevels {
-		level = b.delayLevels
-		m.Properties[protocol.PropDelayLevel] = strconv.Itoa(level)
+	if b.timers, err = timer.New(timer.Options{Store: b.store, CheckpointPath: filepath.Join(cfgDir, "timerCheckpoint"),
+		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost, Logger: b.log}); err != nil {
+		return fmt.Errorf("timers: %w", err)
 	}
-	m.Properties[protocol.PropRealTopic] = m.Topic
-	m.Properties[protocol.PropRealQueueID] = strconv.Itoa(int(m.QueueID))
-	m.Topic, m.QueueID = topic.Schedule, int32(level-1)
+	b.store.SetDispatchListener(func(t string, q int32, qo, tags int64, props []byte) {
+		switch t {
+		case store.ScheduleTopic:
+			b.sched.Notify(int(q) + 1)
+		case store.TimerTopic:
+			b.timers.Notify()
+		default:
+			b.polls.Notify(t, q, qo+1, tags, props)
+		}
+	})
+	if o.IsMaster() { // a slave receives the delivered copies through replication
+		b.sched.Start()
+		b.timers.Start()
+	}
+	return nil
+}
+
+// divertDelayed routes a message about to be stored: a timer message
+// (TIMER_DELIVER_MS / TIMER_DELAY_MS / TIMER_DELAY_SEC) or a timer recall
+// (TIMER_DEL_UNIQKEY) goes to the timer topic, a message with a DELAY
+// level to SCHEDULE_TOPIC_XXXX; anything else is left alone. It fails for
+// a timer beyond timerMaxDelaySec or a malformed timer property.
+func (b *Broker) divertDelayed(m *protocol.MessageExt) error {
+	if _, diverted, err := b.timers.Accept(m, time.Now()); err != nil || diverted {
+		return err
+	}
+	schedule.Divert(m, b.delayLevels)
+	return nil
+}
+
+// divertCommitted is divertDelayed for a committed transactional message,
+// whose timer was validated when it was prepared.
+func (b *Broker) divertCommitted(m *protocol.MessageExt) {
+	if err := b.divertDelayed(m); err != nil {
+		b.log.Error("committed message with a bad timer delivered at once", "topic", m.Topic, "msgId", m.Property(protocol.PropUniqKey), "err", err)
+	}
+}
+
+// validateTimer checks the timer properties of a message without changing
+// it (a transactional message's timer applies at commit).
+func (b *Broker) validateTimer(m *protocol.MessageExt) error {
+	cp := *m
+	cp.SysFlag &^= protocol.SysFlagTxMask
+	cp.Properties = make(map[string]string, len(m.Properties))
+	for k, v := range m.Properties {
+		cp.Properties[k] = v
+	}
+	_, _, err := b.timers.Accept(&cp, time.Now())
+	return err
 }

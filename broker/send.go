@@ -140,6 +140,9 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 		return b.handleReply(ctx, c, req, h, msgs[0])
 	}
 	if len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties) {
+		if err := b.validateTimer(msgs[0]); err != nil {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
+		}
 		transaction.Prepare(msgs[0])
 		resp := b.putAndRespond(ctx, c, req, msgs, qid)
 		if resp.Code == protocol.Success || resp.Code == protocol.FlushDiskTimeout {
@@ -148,7 +151,9 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 		return resp
 	}
 	if len(msgs) == 1 {
-		b.divertDelayed(msgs[0])
+		if err := b.divertDelayed(msgs[0]); err != nil {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
+		}
 	}
 	return b.putAndRespond(ctx, c, req, msgs, qid)
 }

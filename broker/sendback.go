@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/tidemq/tide/broker/internal/schedule"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/topic"
 	"github.com/tidemq/tide/pkg/remoting"
@@ -95,7 +96,7 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 		m.Properties[protocol.PropDelayLevel] = strconv.Itoa(int(level))
 	}
 	m.Properties[protocol.PropCluster] = b.opts.BrokerClusterName
-	b.divertDelayed(&m)
+	schedule.Divert(&m, b.delayLevels)
 	if _, err := b.store.PutMessage(ctx, &m); err != nil {
 		code := protocol.SystemError
 		if errors.Is(err, store.ErrDiskFull) || errors.Is(err, store.ErrShuttingDown) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/broker/internal/transaction"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -25,7 +26,7 @@ func (b *Broker) newTransactions() (*transaction.Service, error) {
 		Timeout:   time.Duration(o.TransactionTimeOut) * time.Millisecond,
 		Interval:  time.Duration(o.TransactionCheckInterval) * time.Millisecond,
 		MaxChecks: o.TransactionCheckMax,
-		Divert:    b.divertDelayed,
+		Divert:    b.divertCommitted,
 		Created: func(t string) {
 			if _, created, err := b.topics.CreateSystem(t, 1, protocol.PermRead|protocol.PermWrite); err == nil && created {
 				b.registry.Trigger()
@@ -143,4 +144,24 @@ func operator(c *remoting.Conn, req *protocol.Command) string {
 		return op + "@" + c.RemoteAddr().String()
 	}
 	return c.RemoteAddr().String()
+}
+
+// handleRecallTimer serves TideRecallTimer: ext handle = the UNIQ_KEY of a
+// timer message. SUCCESS means the timer will never fire; QUERY_NOT_FOUND
+// that no pending timer has this handle; a remark tells when it already
+// fired.
+func (b *Broker) handleRecallTimer(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	handle := req.Ext("handle")
+	err := b.timers.Recall(ctx, handle)
+	switch {
+	case err == nil:
+		b.log.Info("timer recalled", "handle", handle, "by", operator(c, req))
+		return protocol.NewResponse(req, protocol.Success, "")
+	case errors.Is(err, timer.ErrAlreadyDelivered):
+		return b.errorResponse(c, req, protocol.TideAlreadyDelivered, "timer %s already delivered", handle)
+	case errors.Is(err, timer.ErrNotFound), errors.Is(err, timer.ErrBadHandle):
+		return b.errorResponse(c, req, protocol.QueryNotFound, "%v: %s", err, handle)
+	default:
+		return b.errorResponse(c, req, protocol.SystemError, "recall %s: %v", handle, err)
+	}
 }

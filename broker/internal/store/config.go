@@ -21,6 +21,16 @@ const (
 // tags codes are delivery timestamps.
 const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
+// TimerTopic is the topic arbitrary-time (timer) messages wait in (the
+// broker's timer package); its consume-queue tags code is the delivery
+// time in Unix ms taken from the PropTimerOutMS property. Same name as
+// topic.TimerTopic.
+const TimerTopic = "rmq_sys_wheel_timer"
+
+// PropTimerOutMS is the property holding a timer message's absolute
+// delivery time (Unix ms, decimal), RocketMQ 5's TIMER_OUT_MS.
+const PropTimerOutMS = "TIMER_OUT_MS"
+
 // Config holds the store settings under RocketMQ's broker.conf key names
 // (the conf tag). Durations keep RocketMQ's units: milliseconds unless the
 // name says otherwise; fileReservedTime is in hours; ratios are percents.
@@ -213,20 +223,21 @@ func (c *Config) abortPath() string       { return c.path(c.AbortFile, "abort") 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // ParseDelayLevels parses a messageDelayLevel value ("1s 5s 10s 1m 2h 1d")
-// into delays per level (index level-1).
+// into delays per level (index level-1). Besides RocketMQ's units s, m, h
+// and d it accepts ms (Tide extension, for tests and fine-grained levels).
 func ParseDelayLevels(s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for _, f := range strings.Fields(s) {
-		if len(f) < 2 {
-			return nil, fmt.Errorf("messageDelayLevel %q: bad level %q", s, f)
+		num, unit := f[:len(f)-1], map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
+		if strings.HasSuffix(f, "ms") {
+			num, unit = f[:len(f)-2], time.Millisecond
 		}
-		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
+		if unit == 0 {
+			return nil, fmt.Errorf("messageDelayLevel %q: unit of %q is not ms, s, m, h or d", s, f)
+		}
+		n, err := strconv.ParseInt(num, 10, 64)
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("messageDelayLevel %q: bad level %q", s, f)
-		}
-		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
-		if unit == 0 {
-			return nil, fmt.Errorf("messageDelayLevel %q: unit of %q is not s, m, h or d", s, f)
 		}
 		out = append(out, time.Duration(n)*unit)
 	}

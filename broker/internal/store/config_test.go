@@ -81,7 +81,10 @@ func TestParseDelayLevels(t *testing.T) {
 	if d, err := ParseDelayLevels("1d 0s"); err != nil || d[0] != 24*time.Hour || d[1] != 0 {
 		t.Fatalf("1d 0s: %v %v", d, err)
 	}
-	for _, bad := range []string{"", "s", "1", "-1s", "1w"} {
+	if d, err := ParseDelayLevels("100ms 2s"); err != nil || d[0] != 100*time.Millisecond || d[1] != 2*time.Second {
+		t.Fatalf("100ms 2s: %v %v", d, err)
+	}
+	for _, bad := range []string{"", "s", "1", "-1s", "1w", "ms", "-5ms", "1.5s"} {
 		if _, err := ParseDelayLevels(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

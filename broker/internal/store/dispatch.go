@@ -166,8 +166,17 @@ func (s *Store) index(topic, key string, phy, ts int64) {
 
 // tagsCode is TagsHashCode(TAGS), or for SCHEDULE_TOPIC_XXXX the delivery
 // time: store time plus the delay of the message's level (DELAY, else
-// queueId+1), clamped to the configured levels.
+// queueId+1), clamped to the configured levels; for TimerTopic the
+// delivery time in PropTimerOutMS when it parses (recall markers carry
+// none and fall through to the tags hash).
 func (s *Store) tagsCode(topic string, v *protocol.RecordView) int64 {
+	if topic == TimerTopic {
+		if d, ok := property(v.Properties, PropTimerOutMS); ok {
+			if n, err := strconv.ParseInt(string(d), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
 	if topic == ScheduleTopic {
 		level := int(v.QueueID) + 1
 		if d, ok := property(v.Properties, protocol.PropDelayLevel); ok {

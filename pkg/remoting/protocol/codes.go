@@ -78,6 +78,16 @@ const (
 	// TideForceEndTransaction: ext tranStateTableOffset, commitOrRollback (8
 	// or 12), operator; decides a pending or parked half message.
 	TideForceEndTransaction int16 = 10003
+	// TideRecallTimer: ext handle (the UNIQ_KEY of a timer message); the
+	// timer never fires after SUCCESS.
+	TideRecallTimer int16 = 10004
+)
+
+// Tide extension response codes.
+const (
+	// TideAlreadyDelivered answers TideRecallTimer for a timer that fired
+	// before the recall.
+	TideAlreadyDelivered int16 = 10101
 )
 
 // Response codes (RocketMQ ResponseCode).
