@@ -1,0 +1,406 @@
+package ha
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/store"
+)
+
+// ClientOptions configure the slave side.
+type ClientOptions struct {
+	// MasterAddr is the master's HA address (haMasterAddress, or the
+	// haServerAddr the NameServer returns); empty = wait for
+	// SetMasterAddress.
+	MasterAddr string
+	// HeartbeatInterval: the slave reports its offset at least this often
+	// (haSendHeartbeatInterval, default 5 s).
+	HeartbeatInterval time.Duration
+	// ReadTimeout: no transfer nor heartbeat for this long = a dead
+	// connection, reconnect (default 20 s).
+	ReadTimeout time.Duration
+	// DialTimeout (default 3 s) and WriteTimeout (default 20 s) bound the
+	// connect and each report.
+	DialTimeout  time.Duration
+	WriteTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the reconnect delay, doubled after
+	// each failed attempt (defaults 100 ms and 5 s).
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// SegmentSize, when set (the store's mappedFileSizeCommitLog), makes
+	// the slave reject a transfer crossing one of its segment ends: the
+	// master never sends one, so it means the two sizes differ.
+	SegmentSize int64
+	Logger      *slog.Logger
+}
+
+func (o *ClientOptions) setDefaults() {
+	o.HeartbeatInterval = or(o.HeartbeatInterval, DefaultHeartbeatInterval)
+	o.ReadTimeout = or(o.ReadTimeout, DefaultReadTimeout)
+	o.DialTimeout = or(o.DialTimeout, 3*time.Second)
+	o.WriteTimeout = or(o.WriteTimeout, DefaultWriteTimeout)
+	o.MinBackoff = or(o.MinBackoff, 100*time.Millisecond)
+	o.MaxBackoff = or(o.MaxBackoff, 5*time.Second)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports options that cannot work.
+func (o *ClientOptions) Validate() error {
+	c := *o
+	c.setDefaults()
+	var errs []error
+	for name, d := range map[string]time.Duration{"HeartbeatInterval": c.HeartbeatInterval, "ReadTimeout": c.ReadTimeout,
+		"DialTimeout": c.DialTimeout, "WriteTimeout": c.WriteTimeout, "MinBackoff": c.MinBackoff, "MaxBackoff": c.MaxBackoff} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s %v is negative", ErrBadOptions, name, d))
+		}
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		errs = append(errs, fmt.Errorf("%w: MaxBackoff %v below MinBackoff %v", ErrBadOptions, c.MaxBackoff, c.MinBackoff))
+	}
+	if c.SegmentSize < 0 {
+		errs = append(errs, fmt.Errorf("%w: SegmentSize %d is negative", ErrBadOptions, c.SegmentSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Client is the slave side of replication (RocketMQ's HAClient): it keeps
+// one connection to the master, reports its commit log end, appends what
+// the master streams with store.AppendRaw (which also builds consume
+// queues and index) and reconnects with backoff whenever the connection
+// fails. The store should be read only (store.SetReadOnly) so nothing but
+// replication appends to it. All methods are safe for concurrent use.
+type Client struct {
+	opts ClientOptions
+	st   *store.Store
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	addr     string
+	nc       net.Conn // current connection, nil between sessions
+	cancel   context.CancelFunc
+	changed  chan struct{} // cap 1: the address changed
+	started  bool
+	closed   bool
+	since    time.Time
+	sessions int64
+
+	wmu         sync.Mutex // serializes reports on the connection
+	lastReport  atomic.Int64
+	lastReceive atomic.Int64
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// NewClient returns a slave client appending to st. It does not connect
+// until Start.
+func NewClient(st *store.Store, opts ClientOptions) (*Client, error) {
+	if st == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrBadOptions)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts.setDefaults()
+	return &Client{opts: opts, st: st, log: opts.Logger.With("component", "ha-slave"), addr: opts.MasterAddr,
+		changed: make(chan struct{}, 1), stop: make(chan struct{})}, nil
+}
+
+// Start starts the replication goroutine. It returns at once; connection
+// failures are retried in the background and logged.
+func (c *Client) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.started {
+		return fmt.Errorf("ha: client already started")
+	}
+	c.started = true
+	c.wg.Add(1)
+	go c.run()
+	return nil
+}
+
+// Close stops replication, closes the connection and waits for the
+// replication goroutine; no AppendRaw runs after it returns. Idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.dropLocked()
+		c.mu.Unlock()
+		close(c.stop)
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// SetMasterAddress switches to the master at addr (e.g. when the
+// NameServer's register response names another haServerAddr); the
+// current connection, if to another address, is dropped. Empty addr
+// disconnects and waits for an address.
+func (c *Client) SetMasterAddress(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if addr == c.addr {
+		return
+	}
+	c.log.Info("ha master address changed", "from", c.addr, "to", addr)
+	c.addr = addr
+	c.dropLocked()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// MasterAddress returns the master address in use.
+func (c *Client) MasterAddress() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addr
+}
+
+// ClientStatus is the slave's view of replication.
+type ClientStatus struct {
+	MasterAddr     string    `json:"masterAddr"`
+	Connected      bool      `json:"connected"`
+	ConnectedSince time.Time `json:"connectedSince"` // zero when not connected
+	MaxOffset      int64     `json:"maxOffset"`      // own commit log end
+	LastReport     time.Time `json:"lastAck"`        // last offset report (ack) sent to the master
+	LastReceive    time.Time `json:"lastReceive"`    // last transfer or heartbeat received
+	Sessions       int64     `json:"sessions"`       // connections established so far
+}
+
+// Status returns a snapshot.
+func (c *Client) Status() ClientStatus {
+	c.mu.Lock()
+	st := ClientStatus{MasterAddr: c.addr, Connected: c.nc != nil, Sessions: c.sessions}
+	if c.nc != nil {
+		st.ConnectedSince = c.since
+	}
+	c.mu.Unlock()
+	st.MaxOffset = c.st.MaxPhyOffset()
+	if n := c.lastReport.Load(); n > 0 {
+		st.LastReport = time.Unix(0, n)
+	}
+	if n := c.lastReceive.Load(); n > 0 {
+		st.LastReceive = time.Unix(0, n)
+	}
+	return st
+}
+
+// dropLocked closes the current connection or aborts a dial in progress.
+func (c *Client) dropLocked() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.nc != nil {
+		c.nc.Close()
+	}
+}
+
+// dropConn closes the current connection (tests: a network failure).
+func (c *Client) dropConn() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc != nil {
+		c.nc.Close()
+	}
+}
+
+func (c *Client) run() {
+	defer c.wg.Done()
+	backoff := c.opts.MinBackoff
+	for {
+		c.mu.Lock()
+		addr := c.addr
+		c.mu.Unlock()
+		if addr == "" {
+			select {
+			case <-c.stop:
+				return
+			case <-c.changed:
+				continue
+			}
+		}
+		progressed, err := c.session(addr)
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		if progressed {
+			backoff = c.opts.MinBackoff
+		}
+		c.log.Warn("ha connection to master ended; reconnecting", "master", addr, "err", err, "retryIn", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-c.stop:
+			t.Stop()
+			return
+		case <-c.changed:
+			backoff = c.opts.MinBackoff
+		case <-t.C:
+			backoff = min(2*backoff, c.opts.MaxBackoff)
+		}
+		t.Stop()
+	}
+}
+
+// session runs one connection: report, then apply transfers until
+// something fails. progressed reports whether the master sent anything
+// usable (then the next attempt starts from the minimum backoff).
+func (c *Client) session(addr string) (progressed bool, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.mu.Lock()
+	if c.closed || addr != c.addr {
+		c.mu.Unlock()
+		return false, ErrClosed
+	}
+	c.cancel = cancel
+	c.mu.Unlock()
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	if c.closed || addr != c.addr || ctx.Err() != nil {
+		c.mu.Unlock()
+		nc.Close()
+		return false, ErrClosed
+	}
+	c.nc, c.since = nc, time.Now()
+	c.sessions++
+	c.mu.Unlock()
+	hbDone := make(chan struct{})
+	var hb sync.WaitGroup
+	defer func() {
+		close(hbDone)
+		nc.Close() // unblocks a heartbeat stuck in a write
+		hb.Wait()
+		c.mu.Lock()
+		c.nc, c.cancel = nil, nil
+		c.mu.Unlock()
+	}()
+
+	start := c.st.MaxPhyOffset()
+	if err := c.report(nc, start); err != nil {
+		return false, err
+	}
+	c.log.Info("ha connected to master", "master", addr, "from", start)
+	hb.Add(1)
+	go func() {
+		defer hb.Done()
+		c.heartbeat(nc, hbDone)
+	}()
+
+	br := bufio.NewReaderSize(nc, 64<<10)
+	var hdr [headerSize]byte
+	var body []byte
+	unacked := false
+	for {
+		if err := nc.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout)); err != nil {
+			return progressed, err
+		}
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return progressed, err
+		}
+		off, size, err := decodeHeader(hdr[:], maxFrameBody)
+		if err != nil {
+			return progressed, err
+		}
+		if cap(body) < size {
+			body = make([]byte, size)
+		}
+		body = body[:size]
+		if _, err := io.ReadFull(br, body); err != nil {
+			return progressed, err
+		}
+		c.lastReceive.Store(time.Now().UnixNano())
+		if err := c.apply(off, body); err != nil {
+			return progressed, err
+		}
+		progressed = true
+		unacked = unacked || size > 0
+		// Ack once the data read so far is applied: under load several
+		// transfers share one report, when idle each one gets its own.
+		if unacked && br.Buffered() < headerSize {
+			if err := c.report(nc, c.st.MaxPhyOffset()); err != nil {
+				return progressed, err
+			}
+			unacked = false
+		}
+	}
+}
+
+// apply checks that a transfer continues the commit log exactly and
+// appends it. An empty store accepts the master's first offset (the
+// master starts a new slave at its oldest retained segment).
+func (c *Client) apply(off int64, body []byte) error {
+	end := c.st.MaxPhyOffset()
+	if off != end && end != 0 {
+		c.log.Error("ha transfer does not continue the local commit log; dropping the connection",
+			"transferOffset", off, "localMaxOffset", end)
+		return fmt.Errorf("%w: transfer at %d, local end %d", ErrGap, off, end)
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	if seg := c.opts.SegmentSize; seg > 0 && off/seg != (off+int64(len(body))-1)/seg {
+		c.log.Error("ha transfer crosses a local segment end: master and slave mappedFileSizeCommitLog differ",
+			"transferOffset", off, "size", len(body), "segmentSize", seg)
+		return fmt.Errorf("%w: %d bytes at %d cross a %d-byte segment end", ErrProtocol, len(body), off, seg)
+	}
+	if err := c.st.AppendRaw(off, body); err != nil {
+		return fmt.Errorf("ha: append at %d: %w", off, err)
+	}
+	return nil
+}
+
+// heartbeat reports the offset every HeartbeatInterval until done.
+func (c *Client) heartbeat(nc net.Conn, done <-chan struct{}) {
+	t := time.NewTicker(c.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if err := c.report(nc, c.st.MaxPhyOffset()); err != nil {
+				nc.Close() // ends the session's read
+				return
+			}
+		}
+	}
+}
+
+func (c *Client) report(nc net.Conn, off int64) error {
+	var b [reportSize]byte
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	if _, err := nc.Write(appendReport(b[:0], off)); err != nil {
+		return err
+	}
+	c.lastReport.Store(time.Now().UnixNano())
+	return nil
+}

@@ -1,0 +1,89 @@
+package ha
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Wire format (RocketMQ 4.x HAService; see doc.go for the whole exchange).
+//
+// Slave -> master, the report (at connect, after applying data, every
+// heartbeat interval):
+//
+//	 0               8
+//	+---------------+
+//	| max offset    |   int64 big-endian: end of the slave's commit log
+//	+---------------+
+//
+// Master -> slave, the transfer:
+//
+//	 0               8       12                12+size
+//	+---------------+-------+--------------------+
+//	| start offset  | size  | raw commit log ... |
+//	+---------------+-------+--------------------+
+//	  int64 BE        int32 BE (0 = heartbeat, no body)
+const (
+	reportSize = 8
+	headerSize = 12
+	// maxFrameBody bounds one transfer body: the master never sends more
+	// (it splits a record larger than this) and the slave rejects more.
+	// It is far above maxMessageSize (4 MiB), so whole records fit.
+	maxFrameBody = 64 << 20
+)
+
+func appendReport(b []byte, off int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(off))
+}
+
+func decodeReport(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[:reportSize])) }
+
+func appendHeader(b []byte, start int64, size int) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(start))
+	return binary.BigEndian.AppendUint32(b, uint32(size))
+}
+
+// decodeHeader parses a transfer header; limit bounds the body size.
+func decodeHeader(b []byte, limit int) (start int64, size int, err error) {
+	if len(b) < headerSize {
+		return 0, 0, fmt.Errorf("%w: header of %d bytes", ErrProtocol, len(b))
+	}
+	start = int64(binary.BigEndian.Uint64(b))
+	n := int32(binary.BigEndian.Uint32(b[8:]))
+	switch {
+	case start < 0:
+		return 0, 0, fmt.Errorf("%w: negative start offset %d", ErrProtocol, start)
+	case n < 0 || int(n) > limit:
+		return 0, 0, fmt.Errorf("%w: body size %d (limit %d)", ErrProtocol, n, limit)
+	}
+	return start, int(n), nil
+}
+
+// wholeRecords returns how many leading bytes of b, a commit log range
+// that never crosses a segment end, are complete stored records; a blank
+// filler takes the rest of b (it runs to the segment end). When b starts
+// with a message record longer than b, it returns 0 and that record's
+// size in need. It returns (0, 0) when b does not start with a record
+// (the zeros after a filler, a resume point inside a record, damage):
+// such bytes are sent as they are.
+func wholeRecords(b []byte) (n, need int) {
+	for n < len(b) {
+		size, magic, err := protocol.PeekRecord(b[n:])
+		switch {
+		case err != nil:
+			return n, 0
+		case magic == protocol.BlankMagic && size >= protocol.BlankRecordSize:
+			return len(b), 0
+		case magic != protocol.MessageMagic || size < protocol.RecordMinSize:
+			return n, 0
+		case int(size) > len(b)-n:
+			if n == 0 {
+				return 0, int(size)
+			}
+			return n, 0
+		}
+		n += int(size)
+	}
+	return n, 0
+}
