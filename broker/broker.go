@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/clientmgr"
+	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/broker/internal/longpoll"
 	"github.com/tidemq/tide/broker/internal/offset"
 	"github.com/tidemq/tide/broker/internal/queuelock"
@@ -45,8 +47,14 @@ type Broker struct {
 	nsClient *remoting.Client
 	registry *registry.Registry
 	tx       *transaction.Service
-	sched    *schedule.Service
-	timers   *timer.Service
+	haServer *ha.Server
+	haClient *ha.Client
+
+	masterAddr atomic.Value // string: the master's client address (slaves)
+	metaSynced atomic.Int64 // metadata syncs applied (slaves)
+	syncNow    chan struct{}
+	sched      *schedule.Service
+	timers     *timer.Service
 
 	filterCache sync.Map // compiled subscription filters by type and expression
 	delayLevels int      // number of messageDelayLevel levels
@@ -69,7 +77,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{})}
+	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{}), syncNow: make(chan struct{}, 1)}
 	cfgDir := filepath.Join(opts.Store.StorePathRootDir, "config")
 	levels, _ := store.ParseDelayLevels(opts.Store.MessageDelayLevel)
 	b.delayLevels = len(levels)
@@ -139,23 +147,21 @@ func (b *Broker) Start(ctx context.Context) error {
 	}()
 
 	b.nsClient = remoting.NewClient(remoting.ClientOptions{Logger: b.log})
-	haAddr := ""
-	if o.HAListenPort > 0 {
-		host := o.BrokerIP2
-		if host == "" {
-			host = o.BrokerIP1
-		}
-		haAddr = net.JoinHostPort(host, strconv.Itoa(o.HAListenPort))
+	haAddr, err := b.startReplication()
+	if err != nil {
+		b.server.Shutdown(ctx)
+		return fmt.Errorf("broker: replication: %w", err)
 	}
 	b.registry = registry.New(registry.Options{
 		NameServers: o.NameServers(),
 		Broker: registry.Broker{ClusterName: o.BrokerClusterName, BrokerName: o.BrokerName, BrokerID: o.BrokerID,
 			BrokerAddr: b.addr, HAServerAddr: haAddr},
-		Topics:  b.registeredTopics,
-		Period:  time.Duration(o.RegisterNameServerPeriod) * time.Millisecond,
-		Timeout: time.Duration(o.RegisterBrokerTimeoutMills) * time.Millisecond,
-		Client:  b.nsClient,
-		Logger:  b.log,
+		Topics:   b.registeredTopics,
+		Period:   time.Duration(o.RegisterNameServerPeriod) * time.Millisecond,
+		Timeout:  time.Duration(o.RegisterBrokerTimeoutMills) * time.Millisecond,
+		Client:   b.nsClient,
+		Logger:   b.log,
+		OnResult: b.onRegistered,
 	})
 	if len(o.NameServers()) > 0 {
 		if err := b.registry.Start(ctx); err != nil {
@@ -246,6 +252,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.polls.Close()
+		if b.haServer != nil {
+			b.haServer.Close()
+		}
+		if b.haClient != nil {
+			b.haClient.Close()
+		}
 		if b.tx != nil {
 			if err := b.tx.Stop(); err != nil {
 				errs = append(errs, err)
@@ -339,6 +351,8 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.TideResumeHalfCheck, b.handleResumeHalf)
 	s.HandleFunc(protocol.TideForceEndTransaction, b.handleForceEnd)
 	s.HandleFunc(protocol.TideRecallTimer, b.handleRecallTimer)
+	s.HandleFunc(protocol.TideGetMetadata, b.handleMetadata)
+	s.HandleFunc(protocol.TideHAStatus, b.handleHAStatus)
 }
 
 // errorResponse logs a refused request and builds its response.

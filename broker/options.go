@@ -30,11 +30,14 @@ type Options struct {
 	NamesrvAddr string `conf:"namesrvAddr"`
 	// BrokerIP1 is the address clients dial: what is registered with the
 	// NameServers and written as store host into every message.
-	BrokerIP1        string `conf:"brokerIP1"`
-	BrokerIP2        string `conf:"brokerIP2"`
-	HAListenPort     int    `conf:"haListenPort"`
-	HAMasterAddress  string `conf:"haMasterAddress"`
-	BrokerPermission int32  `conf:"brokerPermission"`
+	BrokerIP1       string `conf:"brokerIP1"`
+	BrokerIP2       string `conf:"brokerIP2"`
+	HAListenPort    int    `conf:"haListenPort"`
+	HAMasterAddress string `conf:"haMasterAddress"`
+	// SlaveTimeout bounds how long a SYNC_MASTER send waits for the
+	// slave's ack before answering FLUSH_SLAVE_TIMEOUT (ms, default 3000).
+	SlaveTimeout     int   `conf:"slaveTimeout"`
+	BrokerPermission int32 `conf:"brokerPermission"`
 
 	// Store holds the storage keys (storePathRootDir, flushDiskType,
 	// mappedFileSizeCommitLog, maxMessageSize, messageDelayLevel, ...).

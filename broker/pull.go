@@ -148,6 +148,9 @@ func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestH
 	res := b.store.GetMessage(h.Topic, h.QueueID, h.QueueOffset, int(h.MaxMsgNums), 0, storeFilter{f})
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	if !b.opts.IsMaster() && b.opts.SlaveReadEnable {
+		rh.SuggestWhichBrokerID = b.opts.BrokerID // keep reading here
+	}
 	switch res.Status {
 	case store.Found:
 		resp.Body = res.Data

@@ -203,6 +203,10 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	if res.Status == store.PutFlushDiskTimeout {
 		resp.Code = protocol.FlushDiskTimeout
 		resp.Remark = "flush disk timeout"
+	} else if code := b.waitReplicated(pctx, res.CommitLogOffset+int64(res.WroteBytes)); code != protocol.Success {
+		resp.Code = code
+		resp.Remark = protocol.CodeName(code)
+		b.log.Warn("send stored but not replicated in time", "topic", msgs[0].Topic, "response", resp.Remark)
 	}
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {

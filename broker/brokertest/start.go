@@ -23,6 +23,7 @@ func Start(t testing.TB, namesrv string, opts ...func(*broker.Options)) *broker.
 	o.BrokerName = "broker-a"
 	o.ListenAddr = "127.0.0.1"
 	o.ListenPort = 0
+	o.HAListenPort = 0
 	o.BrokerIP1 = "127.0.0.1"
 	o.NamesrvAddr = namesrv
 	o.Store.StorePathRootDir = t.TempDir()

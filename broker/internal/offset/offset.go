@@ -174,3 +174,24 @@ func (t *Table) Persist() error {
 	}
 	return nil
 }
+
+// Replace installs a whole table in its file shape (a slave copying its
+// master's offsets); queue ids that do not parse are skipped.
+func (t *Table) Replace(snapshot map[string]map[string]int64) {
+	m := make(map[string]map[int32]int64, len(snapshot))
+	for k, qs := range snapshot {
+		q := make(map[int32]int64, len(qs))
+		for id, off := range qs {
+			n, err := strconv.ParseInt(id, 10, 32)
+			if err != nil {
+				continue
+			}
+			q[int32(n)] = off
+		}
+		m[k] = q
+	}
+	t.mu.Lock()
+	t.offsets = m
+	t.dirty = true
+	t.mu.Unlock()
+}

@@ -130,3 +130,19 @@ func (t *Table) Persist() error {
 	}
 	return nil
 }
+
+// Replace installs a whole table (a slave copying its master's groups).
+func (t *Table) Replace(w protocol.SubscriptionGroupWrapper) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w.DataVersion == t.version {
+		return
+	}
+	t.groups = make(map[string]protocol.SubscriptionGroupConfig, len(w.SubscriptionGroupTable))
+	for k, v := range w.SubscriptionGroupTable {
+		v.GroupName = k
+		t.groups[k] = v
+	}
+	t.version = w.DataVersion
+	t.dirty = true
+}

@@ -81,6 +81,12 @@ const (
 	// TideRecallTimer: ext handle (the UNIQ_KEY of a timer message); the
 	// timer never fires after SUCCESS.
 	TideRecallTimer int16 = 10004
+	// TideGetMetadata: a slave asks its master for topics, consumer
+	// offsets, subscription groups and delay progress (JSON body).
+	TideGetMetadata int16 = 10005
+	// TideHAStatus: the broker's replication state (JSON body: role, max
+	// offset, per-slave acked offset and lag in bytes and time).
+	TideHAStatus int16 = 10006
 )
 
 // Tide extension response codes.

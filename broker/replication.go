@@ -1,0 +1,193 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/ha"
+	"github.com/tidemq/tide/broker/internal/jsonfile"
+	"github.com/tidemq/tide/broker/internal/registry"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// startReplication starts the HA server on a master (any role but SLAVE)
+// or the HA client on a slave. It returns the HA address to register
+// (brokerIP2:haListenPort) for a master.
+func (b *Broker) startReplication() (string, error) {
+	o := b.opts
+	if o.IsMaster() {
+		srv, err := ha.NewServer(b.store, ha.ServerOptions{
+			Addr:         net.JoinHostPort(o.ListenAddr, strconv.Itoa(o.HAListenPort)),
+			SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
+			Logger:       b.log,
+		})
+		if err != nil {
+			return "", err
+		}
+		if err := srv.Start(); err != nil {
+			return "", err
+		}
+		b.haServer = srv
+		_, port, _ := net.SplitHostPort(srv.Addr())
+		host := o.BrokerIP2
+		if host == "" {
+			host = o.BrokerIP1
+		}
+		return net.JoinHostPort(host, port), nil
+	}
+	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: o.HAMasterAddress, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log})
+	if err != nil {
+		return "", err
+	}
+	if err := cl.Start(); err != nil {
+		return "", err
+	}
+	b.haClient = cl
+	b.wg.Add(1)
+	go b.syncMetadataLoop()
+	return "", nil
+}
+
+// SyncFlushTimeoutSlave is how long a SYNC_MASTER waits for its slave's
+// ack (slaveTimeout, 3 s in RocketMQ).
+func (o *Options) SyncFlushTimeoutSlave() int {
+	if o.SlaveTimeout > 0 {
+		return o.SlaveTimeout
+	}
+	return 3000
+}
+
+// onRegistered learns the master's addresses from the NameServers' answer
+// (a slave without haMasterAddress follows the master they report).
+func (b *Broker) onRegistered(r registry.Result) {
+	if b.opts.IsMaster() {
+		return
+	}
+	b.masterAddr.Store(r.MasterAddr)
+	if b.haClient != nil && b.opts.HAMasterAddress == "" && r.HAServerAddr != "" && b.haClient.MasterAddress() != r.HAServerAddr {
+		b.log.Info("following master", "master", r.MasterAddr, "ha", r.HAServerAddr)
+		b.haClient.SetMasterAddress(r.HAServerAddr)
+	}
+}
+
+// waitReplicated makes a SYNC_MASTER send wait for the slave. It returns
+// SUCCESS, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message is
+// stored either way, as with RocketMQ).
+func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
+	if b.haServer == nil {
+		return protocol.Success
+	}
+	if b.opts.BrokerRole != "SYNC_MASTER" {
+		b.haServer.Notify()
+		return protocol.Success
+	}
+	switch err := b.haServer.WaitSlaveAck(ctx, end); {
+	case err == nil:
+		return protocol.Success
+	case errors.Is(err, ha.ErrSlaveNotAvailable):
+		return protocol.SlaveNotAvailable
+	default:
+		return protocol.FlushSlaveTimeout
+	}
+}
+
+// handleMetadata serves the master side of the slave metadata sync.
+func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	md := ha.Metadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
+	if b.sched != nil {
+		for _, l := range b.sched.Stats() {
+			md.DelayOffsets[strconv.Itoa(l.Level)] = l.Offset
+		}
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = md.Encode()
+	return resp
+}
+
+// syncMetadataLoop copies topics, offsets, groups and delay progress from
+// the master every 10 s, so the slave can serve consumers and hold the
+// state a promotion needs.
+func (b *Broker) syncMetadataLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(ha.DefaultMetadataSyncInterval)
+	defer t.Stop()
+	for {
+		b.syncMetadata()
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		case <-b.syncNow:
+		}
+	}
+}
+
+func (b *Broker) syncMetadata() {
+	master, _ := b.masterAddr.Load().(string)
+	if master == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := b.nsClient.Invoke(ctx, master, protocol.NewRequest(protocol.TideGetMetadata, nil, nil))
+	if err == nil {
+		err = resp.Err()
+	}
+	if err != nil {
+		b.log.Warn("metadata sync from master failed", "master", master, "err", err)
+		return
+	}
+	md, err := ha.DecodeMetadata(resp.Body)
+	if err != nil {
+		b.log.Warn("metadata sync from master", "master", master, "err", err)
+		return
+	}
+	if md.Topics.DataVersion != b.topics.DataVersion() {
+		if err := b.topics.Replace(md.Topics); err != nil {
+			b.log.Error("apply master topics", "err", err)
+		}
+	}
+	b.offsets.Replace(md.Offsets)
+	b.groups.Replace(md.Groups)
+	delay := struct {
+		OffsetTable map[string]int64 `json:"offsetTable"`
+	}{md.DelayOffsets}
+	if err := jsonfile.Save(filepath.Join(b.opts.Store.StorePathRootDir, "config", "delayOffset.json"), delay); err != nil {
+		b.log.Error("save master delay offsets", "err", err)
+	}
+	b.metaSynced.Add(1)
+}
+
+// handleHAStatus serves TideHAStatus: the replication state as JSON.
+func (b *Broker) handleHAStatus(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	st := map[string]any{"brokerName": b.opts.BrokerName, "brokerId": b.opts.BrokerID, "role": b.opts.BrokerRole,
+		"maxPhyOffset": b.store.MaxPhyOffset()}
+	if b.haServer != nil {
+		st["server"] = b.haServer.Status()
+	}
+	if b.haClient != nil {
+		st["client"] = b.haClient.Status()
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = data
+	return resp
+}
+
+// SyncMetadataNow asks a slave to copy its master's metadata now instead
+// of at the next 10 s tick (tests and operators). It does not block.
+func (b *Broker) SyncMetadataNow() {
+	select {
+	case b.syncNow <- struct{}{}:
+	default:
+	}
+}
