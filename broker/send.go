@@ -103,7 +103,7 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 			msgs = append(msgs, &m)
 		}
 	} else {
-		if len(req.Body) == 0 {
+		if len(req.Body) == 0 && !isReply { // v2.1.2 sends replies with no body (its CreateReplyMessage quirk)
 			return b.errorResponse(c, req, protocol.MessageIllegal, "the message body is empty")
 		}
 		m := base
