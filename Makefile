@@ -54,6 +54,10 @@ bench: ## run the Go benchmarks of the codec, transport and store
 generate: ## regenerate recorded client frames (needs nothing but Go)
 	@cd tools/framerecord && $(GO) run . -out ../../pkg/remoting/protocol/testdata/client-v2.1.2
 
+.PHONY: images
+images: ## build the local base rootfs and the MariaDB and Redis images, no registry (FORCE=1 rebuilds; deploy/images/README.md)
+	@deploy/images/bootstrap.sh $(if $(FORCE),-f)
+
 .PHONY: e2e
 e2e: ## run the end-to-end suite (not built yet, see README)
 	@if [ -d e2e ] && ls e2e/*.go >/dev/null 2>&1; then cd e2e && $(GO) test -tags e2e -count=1 ./...; else echo "e2e suite not built yet"; fi
