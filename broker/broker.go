@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,10 @@ type Broker struct {
 	sched      *schedule.Service
 	timers     *timer.Service
 
+	metrics     *metrics
+	metricsSrv  *http.Server
+	metricsAddr string
+
 	filterCache sync.Map // compiled subscription filters by type and expression
 	delayLevels int      // number of messageDelayLevel levels
 
@@ -100,6 +105,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if b.store, err = store.Open(opts.Store, logger); err != nil {
 		return nil, fmt.Errorf("broker: store: %w", err)
 	}
+	b.metrics = newMetrics(b)
 	b.clients = clientmgr.New(nil)
 	b.locks = queuelock.New(60*time.Second, nil)
 	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
@@ -170,6 +176,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	if o.IsMaster() {
 		b.tx.Start()
+	}
+	if err := b.serveMetrics(); err != nil {
+		b.log.Error("metrics listener", "err", err)
+		return fmt.Errorf("broker: metrics: %w", err)
 	}
 	b.wg.Add(1)
 	go b.housekeeping()
@@ -281,6 +291,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if b.nsClient != nil {
 			b.nsClient.Close()
 		}
+		if b.metricsSrv != nil {
+			b.metricsSrv.Shutdown(ctx)
+		}
 		b.wg.Wait()
 		if err := b.offsets.Persist(); err != nil {
 			errs = append(errs, err)
@@ -317,42 +330,42 @@ func (b *Broker) notifyConsumerIDsChanged(group string) {
 
 func (b *Broker) registerHandlers() {
 	s := b.server
-	s.HandleFunc(protocol.SendMessage, b.handleSend)
-	s.HandleFunc(protocol.SendMessageV2, b.handleSend)
-	s.HandleFunc(protocol.SendBatchMessage, b.handleSend)
-	s.HandleFunc(protocol.SendReplyMessage, b.handleSend)
-	s.HandleFunc(protocol.SendReplyMessageV2, b.handleSend)
-	s.HandleFunc(protocol.PullMessage, b.handlePull)
-	s.HandleFunc(protocol.HeartBeat, b.handleHeartbeat)
-	s.HandleFunc(protocol.UnregisterClient, b.handleUnregisterClient)
-	s.HandleFunc(protocol.GetConsumerListByGroup, b.handleConsumerList)
-	s.HandleFunc(protocol.QueryConsumerOffset, b.handleQueryConsumerOffset)
-	s.HandleFunc(protocol.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
-	s.HandleFunc(protocol.GetMaxOffset, b.handleGetMaxOffset)
-	s.HandleFunc(protocol.GetMinOffset, b.handleGetMinOffset)
-	s.HandleFunc(protocol.SearchOffsetByTimestamp, b.handleSearchOffset)
-	s.HandleFunc(protocol.GetEarliestMsgStoreTime, b.handleEarliestMsgStoreTime)
-	s.HandleFunc(protocol.LockBatchMQ, b.handleLockBatch)
-	s.HandleFunc(protocol.UnlockBatchMQ, b.handleUnlockBatch)
-	s.HandleFunc(protocol.UpdateAndCreateTopic, b.handleCreateTopic)
-	s.HandleFunc(protocol.DeleteTopicInBroker, b.handleDeleteTopic)
-	s.HandleFunc(protocol.GetAllTopicConfig, b.handleGetAllTopicConfig)
-	s.HandleFunc(protocol.GetAllSubscriptionGroupConfig, b.handleGetAllSubscriptionGroups)
-	s.HandleFunc(protocol.UpdateAndCreateSubscription, b.handleUpdateSubscriptionGroup)
-	s.HandleFunc(protocol.ViewMessageByID, b.handleViewMessage)
-	s.HandleFunc(protocol.QueryMessage, b.handleQueryMessage)
-	s.HandleFunc(protocol.ConsumerSendMsgBack, b.handleSendBack)
-	s.HandleFunc(protocol.EndTransaction, b.handleEndTransaction)
-	s.HandleFunc(protocol.GetTopicStatsInfo, b.handleTopicStats)
-	s.HandleFunc(protocol.GetConsumeStats, b.handleConsumeStats)
-	s.HandleFunc(protocol.GetConsumerConnectionList, b.handleConsumerConnections)
-	s.HandleFunc(protocol.QueryTopicConsumeByWho, b.handleTopicConsumedBy)
-	s.HandleFunc(protocol.TideListHalfMessages, b.handleListHalf)
-	s.HandleFunc(protocol.TideResumeHalfCheck, b.handleResumeHalf)
-	s.HandleFunc(protocol.TideForceEndTransaction, b.handleForceEnd)
-	s.HandleFunc(protocol.TideRecallTimer, b.handleRecallTimer)
-	s.HandleFunc(protocol.TideGetMetadata, b.handleMetadata)
-	s.HandleFunc(protocol.TideHAStatus, b.handleHAStatus)
+	s.HandleFunc(protocol.SendMessage, b.instrument(b.handleSend))
+	s.HandleFunc(protocol.SendMessageV2, b.instrument(b.handleSend))
+	s.HandleFunc(protocol.SendBatchMessage, b.instrument(b.handleSend))
+	s.HandleFunc(protocol.SendReplyMessage, b.instrument(b.handleSend))
+	s.HandleFunc(protocol.SendReplyMessageV2, b.instrument(b.handleSend))
+	s.HandleFunc(protocol.PullMessage, b.instrument(b.handlePull))
+	s.HandleFunc(protocol.HeartBeat, b.instrument(b.handleHeartbeat))
+	s.HandleFunc(protocol.UnregisterClient, b.instrument(b.handleUnregisterClient))
+	s.HandleFunc(protocol.GetConsumerListByGroup, b.instrument(b.handleConsumerList))
+	s.HandleFunc(protocol.QueryConsumerOffset, b.instrument(b.handleQueryConsumerOffset))
+	s.HandleFunc(protocol.UpdateConsumerOffset, b.instrument(b.handleUpdateConsumerOffset))
+	s.HandleFunc(protocol.GetMaxOffset, b.instrument(b.handleGetMaxOffset))
+	s.HandleFunc(protocol.GetMinOffset, b.instrument(b.handleGetMinOffset))
+	s.HandleFunc(protocol.SearchOffsetByTimestamp, b.instrument(b.handleSearchOffset))
+	s.HandleFunc(protocol.GetEarliestMsgStoreTime, b.instrument(b.handleEarliestMsgStoreTime))
+	s.HandleFunc(protocol.LockBatchMQ, b.instrument(b.handleLockBatch))
+	s.HandleFunc(protocol.UnlockBatchMQ, b.instrument(b.handleUnlockBatch))
+	s.HandleFunc(protocol.UpdateAndCreateTopic, b.instrument(b.handleCreateTopic))
+	s.HandleFunc(protocol.DeleteTopicInBroker, b.instrument(b.handleDeleteTopic))
+	s.HandleFunc(protocol.GetAllTopicConfig, b.instrument(b.handleGetAllTopicConfig))
+	s.HandleFunc(protocol.GetAllSubscriptionGroupConfig, b.instrument(b.handleGetAllSubscriptionGroups))
+	s.HandleFunc(protocol.UpdateAndCreateSubscription, b.instrument(b.handleUpdateSubscriptionGroup))
+	s.HandleFunc(protocol.ViewMessageByID, b.instrument(b.handleViewMessage))
+	s.HandleFunc(protocol.QueryMessage, b.instrument(b.handleQueryMessage))
+	s.HandleFunc(protocol.ConsumerSendMsgBack, b.instrument(b.handleSendBack))
+	s.HandleFunc(protocol.EndTransaction, b.instrument(b.handleEndTransaction))
+	s.HandleFunc(protocol.GetTopicStatsInfo, b.instrument(b.handleTopicStats))
+	s.HandleFunc(protocol.GetConsumeStats, b.instrument(b.handleConsumeStats))
+	s.HandleFunc(protocol.GetConsumerConnectionList, b.instrument(b.handleConsumerConnections))
+	s.HandleFunc(protocol.QueryTopicConsumeByWho, b.instrument(b.handleTopicConsumedBy))
+	s.HandleFunc(protocol.TideListHalfMessages, b.instrument(b.handleListHalf))
+	s.HandleFunc(protocol.TideResumeHalfCheck, b.instrument(b.handleResumeHalf))
+	s.HandleFunc(protocol.TideForceEndTransaction, b.instrument(b.handleForceEnd))
+	s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
+	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata))
+	s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
 }
 
 // errorResponse logs a refused request and builds its response.

@@ -74,6 +74,12 @@ type Options struct {
 	TimerMaxDelaySec int `conf:"timerMaxDelaySec"`
 
 	ServerSocketMaxFrame int `conf:"serverSocketMaxFrameSize"`
+
+	// MetricsPromExporterPort serves Prometheus /metrics and /healthz on
+	// this port (RocketMQ 5's key; 0 = off). MetricsListenAddr (Tide)
+	// gives a full host:port instead.
+	MetricsPromExporterPort int    `conf:"metricsPromExporterPort"`
+	MetricsListenAddr       string `conf:"metricsListenAddr"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are

@@ -208,6 +208,14 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 		resp.Remark = protocol.CodeName(code)
 		b.log.Warn("send stored but not replicated in time", "topic", msgs[0].Topic, "response", resp.Remark)
 	}
+	for _, m := range msgs {
+		t := m.Topic
+		if real := m.Property(protocol.PropRealTopic); real != "" {
+			t = real
+		}
+		b.metrics.msgsIn.WithLabelValues(t).Inc()
+		b.metrics.bytesIn.WithLabelValues(t).Add(float64(len(m.Body)))
+	}
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)

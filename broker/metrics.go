@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tidemq/tide/broker/internal/timer"
+	"github.com/tidemq/tide/broker/internal/topic"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// metrics are the broker's Prometheus metrics. Request and message
+// metrics are observed inline; everything read from the store and the
+// services is collected at scrape time by collector, so a scrape costs
+// nothing between scrapes. Each broker has its own registry (no globals).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.HistogramVec // by request code name and response code name
+	msgsIn   *prometheus.CounterVec   // by topic
+	msgsOut  *prometheus.CounterVec   // by topic (messages returned by pulls)
+	bytesIn  *prometheus.CounterVec
+}
+
+func newMetrics(b *Broker) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tide", Subsystem: "broker", Name: "request_duration_seconds",
+			Help:    "Time to answer a request, by request code and response code (held pulls are measured until they are parked).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"request", "response"}),
+		msgsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "messages_in_total",
+			Help: "Messages stored from producers, by topic."}, []string{"topic"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "bytes_in_total",
+			Help: "Message body bytes stored from producers, by topic."}, []string{"topic"}),
+		msgsOut: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "messages_out_total",
+			Help: "Messages returned to consumers by pulls, by topic."}, []string{"topic"}),
+	}
+	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, &collector{b: b},
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// requestNames maps request codes to metric label values.
+var requestNames = map[int16]string{
+	protocol.SendMessage: "SEND_MESSAGE", protocol.SendMessageV2: "SEND_MESSAGE_V2", protocol.SendBatchMessage: "SEND_BATCH_MESSAGE",
+	protocol.SendReplyMessage: "SEND_REPLY_MESSAGE", protocol.SendReplyMessageV2: "SEND_REPLY_MESSAGE_V2", protocol.PullMessage: "PULL_MESSAGE",
+	protocol.HeartBeat: "HEART_BEAT", protocol.QueryConsumerOffset: "QUERY_CONSUMER_OFFSET", protocol.UpdateConsumerOffset: "UPDATE_CONSUMER_OFFSET",
+	protocol.ConsumerSendMsgBack: "CONSUMER_SEND_MSG_BACK", protocol.EndTransaction: "END_TRANSACTION", protocol.LockBatchMQ: "LOCK_BATCH_MQ",
+	protocol.UnlockBatchMQ: "UNLOCK_BATCH_MQ", protocol.GetConsumerListByGroup: "GET_CONSUMER_LIST_BY_GROUP",
+}
+
+func requestName(code int16) string {
+	if n, ok := requestNames[code]; ok {
+		return n
+	}
+	return "OTHER"
+}
+
+// instrument wraps a handler with the request duration metric.
+func (b *Broker) instrument(h remoting.HandlerFunc) remoting.HandlerFunc {
+	return func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		start := time.Now()
+		resp := h(ctx, c, req)
+		outcome := "HELD"
+		if resp != nil {
+			outcome = protocol.CodeName(resp.Code)
+		}
+		b.metrics.requests.WithLabelValues(requestName(req.Code), outcome).Observe(time.Since(start).Seconds())
+		return resp
+	}
+}
+
+// serveMetrics serves /metrics and /healthz on metricsPromExporterPort
+// (RocketMQ 5's key) when it is set.
+func (b *Broker) serveMetrics() error {
+	if b.opts.MetricsPromExporterPort <= 0 && b.opts.MetricsListenAddr == "" {
+		return nil
+	}
+	addr := b.opts.MetricsListenAddr
+	if addr == "" {
+		addr = net.JoinHostPort(b.opts.ListenAddr, strconv.Itoa(b.opts.MetricsPromExporterPort))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{Registry: b.metrics.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if b.store.DiskFull() {
+			http.Error(w, "disk nearly full: writes refused", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	b.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	b.metricsAddr = ln.Addr().String()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Error("metrics server", "err", err)
+		}
+	}()
+	b.log.Info("metrics served", "addr", b.metricsAddr)
+	return nil
+}
+
+// MetricsAddr returns the address /metrics is served on ("" when off).
+func (b *Broker) MetricsAddr() string { return b.metricsAddr }
+
+// collector reads the store and services at scrape time.
+type collector struct{ b *Broker }
+
+var (
+	descStoreAppends      = desc("store_appends_total", "Commit log append calls (a batch counts once).")
+	descStoreMessages     = desc("store_messages_total", "Messages appended to the commit log.")
+	descStoreFlushes      = desc("store_flushes_total", "Commit log fdatasync rounds.")
+	descStoreFlushSeconds = desc("store_flush_seconds_total", "Time spent in commit log fdatasync.")
+	descStoreCorrupt      = desc("store_corrupt_records_total", "Records or consume-queue units found invalid on read and skipped.")
+	descStoreMaxOffset    = desc("store_commitlog_max_offset_bytes", "End of the commit log.")
+	descStoreMinOffset    = desc("store_commitlog_min_offset_bytes", "Start of the commit log still on disk.")
+	descDiskFull          = desc("store_disk_full", "1 when writes are refused because the disk is nearly full.")
+	descHeld              = desc("longpoll_held_requests", "Pull requests held waiting for messages.")
+	descConns             = desc("connections", "Open client connections.")
+	descLag               = desc("consumer_lag_messages", "Messages not yet consumed by a group (broker max offset minus committed offset).", "group", "topic")
+	descDLQ               = desc("dlq_messages", "Messages in a group's dead letter queue.", "group")
+	descHalfPending       = desc("transaction_half_pending", "Half messages waiting for a decision.")
+	descHalfParked        = desc("transaction_half_parked", "Half messages parked after the maximum number of checks.")
+	descHalfOldest        = desc("transaction_half_oldest_age_seconds", "Age of the oldest pending half message.")
+	descChecks            = desc("transaction_checks_sent_total", "Check-back requests sent to producers.")
+	descTxDecisions       = desc("transaction_decisions_total", "Transaction decisions, by outcome.", "outcome")
+	descTimersPending     = desc("timers_pending", "Timer messages waiting for their delivery time.")
+	descTimersDelivered   = desc("timers_delivered_total", "Timer messages delivered.")
+	descTimersRecalled    = desc("timers_recalled_total", "Timer messages recalled before delivery.")
+	descTimerLateness     = desc("timer_lateness_seconds", "Delivery lateness of timer messages (never negative: timers never fire early).")
+	descDelayPending      = desc("delay_level_pending", "Messages waiting in a delay level.", "level")
+	descDelayLateness     = desc("delay_level_max_lateness_seconds", "Largest delivery lateness seen on a delay level.", "level")
+	descReplLag           = desc("replication_lag_bytes", "Bytes a slave has not acknowledged yet.", "slave")
+	descReplLagTime       = desc("replication_lag_seconds", "Age of the oldest message a slave lacks.", "slave")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("tide_broker_"+name, help, labels, nil)
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStoreAppends, descStoreMessages, descStoreFlushes, descStoreFlushSeconds, descStoreCorrupt,
+		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descHeld, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
+		descHalfOldest, descChecks, descTxDecisions, descTimersPending, descTimersDelivered, descTimersRecalled, descTimerLateness,
+		descDelayPending, descDelayLateness, descReplLag, descReplLagTime} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	b := c.b
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	st := b.store.Stats()
+	counter(descStoreAppends, float64(st.Appends))
+	counter(descStoreMessages, float64(st.Messages))
+	counter(descStoreFlushes, float64(st.Flushes))
+	counter(descStoreFlushSeconds, st.FlushTime.Seconds())
+	counter(descStoreCorrupt, float64(st.CorruptRecords))
+	gauge(descStoreMaxOffset, float64(b.store.MaxPhyOffset()))
+	gauge(descStoreMinOffset, float64(b.store.MinPhyOffset()))
+	full := 0.0
+	if b.store.DiskFull() {
+		full = 1
+	}
+	gauge(descDiskFull, full)
+	gauge(descHeld, float64(b.polls.Held()))
+	if b.server != nil {
+		gauge(descConns, float64(len(b.server.Conns())))
+	}
+	// Lag per group and topic from committed offsets.
+	for _, t := range b.topics.Names() {
+		if strings.HasPrefix(t, topic.DLQPrefix) {
+			tc, _ := b.topics.Get(t)
+			var n int64
+			for q := int32(0); q < tc.ReadQueueNums; q++ {
+				n += b.store.MaxOffset(t, q) - b.store.MinOffset(t, q)
+			}
+			gauge(descDLQ, float64(n), strings.TrimPrefix(t, topic.DLQPrefix))
+			continue
+		}
+		for _, g := range b.offsets.Groups(t) {
+			var lag int64
+			for q, off := range b.offsets.QueueOffsets(g, t) {
+				if d := b.store.MaxOffset(t, q) - off; d > 0 {
+					lag += d
+				}
+			}
+			gauge(descLag, float64(lag), g, t)
+		}
+	}
+	if b.tx != nil {
+		ts := b.tx.Stats()
+		gauge(descHalfPending, float64(ts.Pending))
+		gauge(descHalfParked, float64(ts.Parked))
+		counter(descChecks, float64(ts.ChecksSent))
+		counter(descTxDecisions, float64(ts.Commits), "commit")
+		counter(descTxDecisions, float64(ts.Rollbacks), "rollback")
+		counter(descTxDecisions, float64(ts.Duplicates), "duplicate")
+		counter(descTxDecisions, float64(ts.Conflicts), "conflict")
+		var oldest time.Duration
+		for _, h := range b.tx.List() {
+			if age := time.Since(h.StoreTime); age > oldest {
+				oldest = age
+			}
+		}
+		gauge(descHalfOldest, oldest.Seconds())
+	}
+	if b.timers != nil {
+		ts := b.timers.Stats()
+		gauge(descTimersPending, float64(ts.Pending))
+		counter(descTimersDelivered, float64(ts.Delivered))
+		counter(descTimersRecalled, float64(ts.Recalled))
+		buckets := map[float64]uint64{}
+		for _, bk := range ts.Lateness.Buckets {
+			if bk.Le != timer.Inf {
+				buckets[bk.Le.Seconds()] = uint64(bk.Count)
+			}
+		}
+		ch <- prometheus.MustNewConstHistogram(descTimerLateness, uint64(ts.Lateness.Count), ts.Lateness.Sum.Seconds(), buckets)
+	}
+	if b.sched != nil {
+		for _, l := range b.sched.Stats() {
+			lv := strconv.Itoa(l.Level)
+			gauge(descDelayPending, float64(l.Pending), lv)
+			gauge(descDelayLateness, l.MaxLateness.Seconds(), lv)
+		}
+	}
+	if b.haServer != nil {
+		for _, s := range b.haServer.Status().Slaves {
+			gauge(descReplLag, float64(s.LagBytes), s.Addr)
+			gauge(descReplLagTime, s.LagTime.Seconds(), s.Addr)
+		}
+	}
+}
