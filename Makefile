@@ -42,6 +42,10 @@ fmt-check: ## fail if gofmt would change a file
 tidy: ## go mod tidy every module, then go work sync
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done; $(GO) work sync
 
+.PHONY: cluster-test
+cluster-test: ## run the multi-process replication and failover tests (broker/clustertest, a few minutes)
+	@cd broker && $(GO) test -tags cluster -count=1 -timeout 15m ./clustertest/
+
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	@scripts/fuzz.sh $${FUZZTIME:-30s}

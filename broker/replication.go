@@ -69,7 +69,9 @@ func (b *Broker) onRegistered(r registry.Result) {
 	if b.opts.IsMaster() {
 		return
 	}
-	b.masterAddr.Store(r.MasterAddr)
+	if prev, _ := b.masterAddr.Swap(r.MasterAddr).(string); prev != r.MasterAddr && r.MasterAddr != "" {
+		b.SyncMetadataNow() // a new master: copy its topics and offsets now, not at the next tick
+	}
 	if b.haClient != nil && b.opts.HAMasterAddress == "" && r.HAServerAddr != "" && b.haClient.MasterAddress() != r.HAServerAddr {
 		b.log.Info("following master", "master", r.MasterAddr, "ha", r.HAServerAddr)
 		b.haClient.SetMasterAddress(r.HAServerAddr)
