@@ -90,7 +90,10 @@ func (b *Broker) handleQueryConsumerOffset(ctx context.Context, c *remoting.Conn
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	off, ok := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
 	if !ok {
-		if b.store.MinOffset(h.Topic, h.QueueID) <= 0 {
+		// RocketMQ 5 clients send setZeroIfNotFound=false to get "not
+		// found" instead of 0, so that consume-from-last/timestamp also
+		// works on young topics.
+		if req.Ext("setZeroIfNotFound") != "false" && b.store.MinOffset(h.Topic, h.QueueID) <= 0 {
 			off = 0
 		} else {
 			resp.Code, resp.Remark = protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"

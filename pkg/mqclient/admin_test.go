@@ -1,0 +1,80 @@
+package mqclient_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+)
+
+func TestAdminTopicsAndProgress(t *testing.T) {
+	e := startEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topic := e.topic(t, 2)
+	topics, err := e.admin.Topics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(topics, topic) {
+		t.Fatalf("%s missing from %v", topic, topics)
+	}
+	ci, err := e.admin.ClusterInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ci.BrokerAddrTable) != 1 {
+		t.Fatalf("cluster info %+v", ci)
+	}
+
+	p := e.producer(t)
+	res, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("hello"), Keys: []string{"order-42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 9; i++ {
+		if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := e.admin.ViewMessage(ctx, res.OffsetMsgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Body) != "hello" || m.MsgID != res.MsgID {
+		t.Fatalf("view: %+v", m)
+	}
+	waitFor(t, 5*time.Second, "key index", func() bool {
+		ms, err := e.admin.QueryByKey(ctx, topic, "order-42", 10, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+		return err == nil && len(ms) == 1 && string(ms[0].Body) == "hello"
+	})
+	ms, err := e.admin.QueryByUniqID(ctx, topic, res.MsgID)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("query by id: %v %d", err, len(ms))
+	}
+
+	rec := newRecorder()
+	e.consumer(t, "g-progress", topic, rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	waitFor(t, 10*time.Second, "consumed", func() bool { return rec.distinct() == 10 })
+	waitFor(t, 5*time.Second, "lag 0", func() bool {
+		prog, err := e.admin.ConsumerProgress(ctx, "g-progress", topic)
+		if err != nil || len(prog) != 2 {
+			return false
+		}
+		var lag int64
+		for _, q := range prog {
+			lag += q.Lag
+		}
+		return lag == 0
+	})
+
+	if err := e.admin.DeleteTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	topics, _ = e.admin.Topics(ctx)
+	if slices.Contains(topics, topic) {
+		t.Errorf("%s still listed after delete", topic)
+	}
+}

@@ -1,0 +1,97 @@
+package mqclient_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/mqtest"
+)
+
+// TestConformance runs the mqtest suite against the in-process broker,
+// claiming the features the broker currently serves (probed once).
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	ns := nameservertest.Start(t)
+	dir := t.TempDir()
+	b := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir })
+	e := &env{ns: ns, broker: b}
+	e.admin = e.newAdmin(t)
+	_, port, _ := strings.Cut(b.Addr(), ":")
+	restart := func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.broker.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.broker = brokertest.Start(t, ns, func(o *broker.Options) {
+			o.Store.StorePathRootDir = dir
+			o.ListenPort = atoi(port)
+		})
+	}
+	mqtest.Run(t, mqtest.Config{
+		NameServers: []string{ns},
+		Options:     []mqclient.Option{mqclient.WithLogger(testLogger())},
+		Features: mqtest.Features{
+			Ordered:   true,
+			Broadcast: true,
+			Retry:     e.probe(t, "sendback"),
+			Delay:     probeDelay(t, e),
+			Timer:     probeTimer(t, e),
+			Restart:   restart,
+		},
+	})
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// probeTimer reports whether a message with DeliverAt 1.5 s ahead is held
+// (a broker without timers delivers it at once).
+func probeTimer(t *testing.T, e *env) bool {
+	return probeHeld(t, e, "g-probe-timer", &mqclient.Message{Body: []byte("probe"), DeliverAt: time.Now().Add(1500 * time.Millisecond)}, 1200*time.Millisecond)
+}
+
+// probeDelay reports whether a delay-level-1 message is held about a
+// second (a broker without delay support delivers it at once).
+func probeDelay(t *testing.T, e *env) bool {
+	return probeHeld(t, e, "g-probe-delay", &mqclient.Message{Body: []byte("probe"), DelayLevel: 1}, 900*time.Millisecond)
+}
+
+// probeHeld sends m to a new topic and reports whether it arrived no
+// earlier than min.
+func probeHeld(t *testing.T, e *env, group string, m *mqclient.Message, min time.Duration) bool {
+	topic := e.topic(t, 1)
+	m.Topic = topic
+	p := e.producer(t)
+	got := make(chan time.Duration, 1)
+	start := time.Now()
+	e.consumer(t, group, topic, func(ctx context.Context, m *mqclient.MessageExt) error {
+		select {
+		case got <- time.Since(start):
+		default:
+		}
+		return nil
+	}, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	if _, err := p.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		return d >= min
+	case <-time.After(10 * time.Second):
+		return false
+	}
+}

@@ -1,0 +1,404 @@
+package mqclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// core is what every client kind shares: the transport, the NameServer
+// list, the route cache with its refresh loop, the heartbeat loop and the
+// broker fault table. Each Producer, PushConsumer and Admin owns one; there
+// is no process-wide instance. Safe for concurrent use.
+type core struct {
+	s        settings
+	log      *slog.Logger
+	rc       *remoting.Client
+	clientID string
+	ids      *protocol.UniqIDGenerator
+	faults   faultTable
+
+	nsNext atomic.Uint32
+
+	mu      sync.RWMutex
+	routes  map[string]*route
+	brokers map[string]map[int64]string // brokerName -> id -> address, from every cached route
+
+	heartbeat func() *protocol.HeartbeatData // nil: no heartbeats
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// route is a topic's route with the queue lists derived from it.
+type route struct {
+	data *protocol.TopicRouteData
+	pub  []Queue // writable queues of brokers with a master
+	sub  []Queue // readable queues
+}
+
+func newCore(s settings) *core {
+	ip := s.clientIP
+	if ip == "" {
+		ip = localIPv4()
+	}
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	inst := s.instanceName
+	if inst == "" {
+		inst = strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(rnd[:])
+	}
+	addr, _ := netip.ParseAddr(ip)
+	c := &core{
+		s:        s,
+		log:      s.logger,
+		rc:       remoting.NewClient(remoting.ClientOptions{Logger: s.logger}),
+		clientID: ip + "@" + inst,
+		ids:      protocol.NewUniqIDGenerator(addr, os.Getpid(), binary.BigEndian.Uint32(rnd[:])),
+		routes:   map[string]*route{},
+		brokers:  map[string]map[int64]string{},
+		stop:     make(chan struct{}),
+	}
+	c.faults.init()
+	return c
+}
+
+// localIPv4 returns the first non-loopback IPv4 address, or 127.0.0.1.
+func localIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() {
+				if v4 := n.IP.To4(); v4 != nil {
+					return v4.String()
+				}
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// start launches the route refresh and heartbeat loops.
+func (c *core) start() {
+	c.wg.Add(1)
+	go c.loop(c.s.routeRefresh, c.refreshRoutes)
+	if c.heartbeat != nil {
+		c.wg.Add(1)
+		go c.loop(c.s.heartbeatInterval, c.sendHeartbeats)
+	}
+}
+
+func (c *core) loop(every time.Duration, f func(context.Context)) {
+	defer c.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			ctx, cancel := c.ctx()
+			f(ctx)
+			cancel()
+		}
+	}
+}
+
+// ctx returns a context cancelled when the core stops.
+func (c *core) ctx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// close stops the loops and closes every connection.
+func (c *core) close() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.wg.Wait()
+	c.rc.Close()
+}
+
+// invoke sends req to addr and waits at most timeout (or ctx) for the
+// response. A REQUEST_CODE_NOT_SUPPORTED answer becomes ErrNotSupported.
+func (c *core) invoke(ctx context.Context, addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code == protocol.RequestCodeNotSupported {
+		return resp, fmt.Errorf("%w: code %d at %s: %w", ErrNotSupported, req.Code, addr, resp.Err())
+	}
+	return resp, nil
+}
+
+// invokeNS sends req to the NameServers in turn, starting after the last
+// one used, until one answers.
+func (c *core) invokeNS(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+	ns := c.s.nameServers
+	start := int(c.nsNext.Load())
+	var errs []error
+	for i := range ns {
+		addr := ns[(start+i)%len(ns)]
+		resp, err := c.invoke(ctx, addr, req, c.s.requestTimeout)
+		if err == nil {
+			c.nsNext.Store(uint32((start + i) % len(ns)))
+			return resp, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNoNameServer, errors.Join(errs...))
+}
+
+// queryRoute asks the NameServers for topic's route.
+func (c *core) queryRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	h := protocol.GetRouteInfoRequestHeader{Topic: topic}
+	resp, err := c.invokeNS(ctx, protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))
+	if err != nil {
+		return nil, err
+	}
+	switch resp.Code {
+	case protocol.Success:
+	case protocol.TopicNotExist:
+		return nil, fmt.Errorf("%w: %s: %w", ErrTopicNotFound, topic, resp.Err())
+	default:
+		return nil, fmt.Errorf("mqclient: route of %s: %w", topic, resp.Err())
+	}
+	if len(resp.Body) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty route", ErrTopicNotFound, topic)
+	}
+	return protocol.DecodeTopicRouteData(resp.Body)
+}
+
+// newRoute derives the queue lists of a route. maxQueues > 0 caps each
+// broker's queues (used for the auto-creation template).
+func newRoute(topic string, d *protocol.TopicRouteData, maxQueues int32) *route {
+	r := &route{data: d}
+	masters := map[string]bool{}
+	for _, b := range d.BrokerDatas {
+		if _, ok := b.BrokerAddrs[protocol.MasterID]; ok {
+			masters[b.BrokerName] = true
+		}
+	}
+	for _, q := range d.QueueDatas {
+		w, rd := q.WriteQueueNums, q.ReadQueueNums
+		if maxQueues > 0 {
+			w, rd = min(w, maxQueues), min(rd, maxQueues)
+		}
+		if protocol.PermWritable(q.Perm) && masters[q.BrokerName] {
+			for i := int32(0); i < w; i++ {
+				r.pub = append(r.pub, Queue{Topic: topic, BrokerName: q.BrokerName, QueueID: i})
+			}
+		}
+		if protocol.PermReadable(q.Perm) {
+			for i := int32(0); i < rd; i++ {
+				r.sub = append(r.sub, Queue{Topic: topic, BrokerName: q.BrokerName, QueueID: i})
+			}
+		}
+	}
+	protocol.SortMessageQueues(r.pub)
+	protocol.SortMessageQueues(r.sub)
+	return r
+}
+
+// updateRoute fetches topic's route and caches it. With autoCreate, a
+// topic unknown to the NameServers gets the route of the auto-creation
+// template, so the first send creates it.
+func (c *core) updateRoute(ctx context.Context, topic string, autoCreate bool) (*route, error) {
+	d, err := c.queryRoute(ctx, topic)
+	var r *route
+	switch {
+	case err == nil:
+		r = newRoute(topic, d, 0)
+	case autoCreate && errors.Is(err, ErrTopicNotFound):
+		td, terr := c.queryRoute(ctx, protocol.DefaultTopicTemplate)
+		if terr != nil {
+			return nil, err
+		}
+		r = newRoute(topic, td, protocol.DefaultTopicQueueNums)
+		if len(r.pub) == 0 {
+			return nil, err
+		}
+		// Not cached: the next send asks again and finds the created topic.
+		c.addBrokers(td)
+		return r, nil
+	default:
+		return nil, err
+	}
+	c.mu.Lock()
+	c.routes[topic] = r
+	c.mu.Unlock()
+	c.addBrokers(d)
+	return r, nil
+}
+
+// addBrokers records the broker addresses of a route. A broker seen for
+// the first time gets a heartbeat at once, so that it knows the client's
+// groups before the first pull or transaction check.
+func (c *core) addBrokers(d *protocol.TopicRouteData) {
+	c.mu.Lock()
+	fresh := false
+	for _, b := range d.BrokerDatas {
+		m := make(map[int64]string, len(b.BrokerAddrs))
+		for id, a := range b.BrokerAddrs {
+			m[id] = a
+			if old, ok := c.brokers[b.BrokerName]; !ok || old[id] != a {
+				fresh = true
+			}
+		}
+		c.brokers[b.BrokerName] = m
+	}
+	c.mu.Unlock()
+	if fresh && c.heartbeat != nil {
+		select {
+		case <-c.stop:
+		default:
+			ctx, cancel := c.ctx()
+			c.sendHeartbeats(ctx)
+			cancel()
+		}
+	}
+}
+
+// route returns topic's cached route, fetching it when absent.
+func (c *core) route(ctx context.Context, topic string, autoCreate bool) (*route, error) {
+	c.mu.RLock()
+	r := c.routes[topic]
+	c.mu.RUnlock()
+	if r != nil {
+		return r, nil
+	}
+	return c.updateRoute(ctx, topic, autoCreate)
+}
+
+// refreshRoutes re-fetches every cached route; failures keep the old one.
+func (c *core) refreshRoutes(ctx context.Context) {
+	c.mu.RLock()
+	topics := make([]string, 0, len(c.routes))
+	for t := range c.routes {
+		topics = append(topics, t)
+	}
+	c.mu.RUnlock()
+	for _, t := range topics {
+		if _, err := c.updateRoute(ctx, t, false); err != nil {
+			c.log.Debug("mqclient: route refresh", "topic", t, "err", err)
+		}
+	}
+}
+
+// brokerAddr returns the address of broker id of brokerName; when that id
+// is unknown it falls back to the master, then to any address.
+func (c *core) brokerAddr(brokerName string, id int64) (string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := c.brokers[brokerName]
+	if a, ok := m[id]; ok {
+		return a, nil
+	}
+	if a, ok := m[protocol.MasterID]; ok {
+		return a, nil
+	}
+	for _, a := range m {
+		return a, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrBrokerNotFound, brokerName)
+}
+
+// masterAddr returns the master of brokerName, refreshing topic's route
+// once when it is unknown.
+func (c *core) masterAddr(ctx context.Context, brokerName, topic string) (string, error) {
+	c.mu.RLock()
+	a, ok := c.brokers[brokerName][protocol.MasterID]
+	c.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	if topic != "" {
+		if _, err := c.updateRoute(ctx, topic, false); err == nil {
+			c.mu.RLock()
+			a, ok = c.brokers[brokerName][protocol.MasterID]
+			c.mu.RUnlock()
+			if ok {
+				return a, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: master of %s", ErrBrokerNotFound, brokerName)
+}
+
+// sendHeartbeats sends the owner's heartbeat to every known broker address
+// (masters only when it has no consumers).
+func (c *core) sendHeartbeats(ctx context.Context) {
+	hb := c.heartbeat()
+	if hb == nil {
+		return
+	}
+	body := hb.Encode()
+	c.mu.RLock()
+	var addrs []string
+	for _, m := range c.brokers {
+		for id, a := range m {
+			if id == protocol.MasterID || len(hb.ConsumerDataSet) > 0 {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	c.mu.RUnlock()
+	for _, a := range addrs {
+		resp, err := c.invoke(ctx, a, protocol.NewRequest(protocol.HeartBeat, nil, body), c.s.requestTimeout)
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			c.log.Debug("mqclient: heartbeat", "broker", a, "err", err)
+		}
+	}
+}
+
+// unregister tells every known master that this client's groups are gone
+// (UNREGISTER_CLIENT), so that the broker rebalances other members without
+// waiting for the connection to close. Errors are ignored.
+func (c *core) unregister(ctx context.Context, producerGroup, consumerGroup string) {
+	c.mu.RLock()
+	var addrs []string
+	for _, m := range c.brokers {
+		if a, ok := m[protocol.MasterID]; ok {
+			addrs = append(addrs, a)
+		}
+	}
+	c.mu.RUnlock()
+	h := protocol.UnregisterClientRequestHeader{ClientID: c.clientID, ProducerGroup: producerGroup, ConsumerGroup: consumerGroup}
+	for _, a := range addrs {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := c.invoke(ctx, a, protocol.NewRequest(protocol.UnregisterClient, h.Encode(), nil), c.s.requestTimeout); err != nil {
+			c.log.Debug("mqclient: unregister", "broker", a, "err", err)
+		}
+	}
+}

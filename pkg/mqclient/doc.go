@@ -1,0 +1,114 @@
+// Package mqclient is Tide's Go client for brokers that speak Apache
+// RocketMQ 4.x's remoting protocol: Tide's own broker and Apache RocketMQ
+// 4.x/5.x clusters (through their NameServers and brokers, not the 5.x
+// proxy). It offers a Producer (sync, async, oneway, batch, delayed and
+// timer messages, transactions), a PushConsumer (clustering or
+// broadcasting, concurrent or ordered per key) and an Admin client.
+//
+// # Lifecycle
+//
+// Every client is built with New*(…Option), started with Start and ended
+// with Shutdown. New validates options and does not touch the network;
+// Start launches the background loops (route refresh every 30 s, heartbeat
+// every 30 s, and for consumers rebalance every 20 s, offset commit every
+// 5 s and ordered lock renewal every 20 s); Shutdown is idempotent, bounded
+// by its context, and afterwards every call fails with ErrClosed. There
+// are no package-level clients or globals: two clients share nothing, not
+// even connections. Options default to RocketMQ's values (defaultSettings
+// is the single place they live) and are validated by the constructors.
+//
+// # Concurrency and blocking
+//
+// Producer, PushConsumer and Admin are safe for concurrent use. Calls
+// block until the broker answers or their context is done; each request
+// is also bounded by WithRequestTimeout (3 s) or, for sends, by
+// WithSendTimeout (3 s per attempt). SendAsync blocks only while 10 000
+// of its sends are pending; SendOneway only for the write. Handlers and
+// callbacks run on client goroutines and must not block forever: a
+// handler that never returns holds its key (ordered) and its queue's
+// offset, and Shutdown waits for it until its context expires.
+//
+// # Routing and failures
+//
+// Routes come from the NameServers (tried in turn), are cached, refreshed
+// every WithRouteRefreshInterval and re-fetched when a broker answers
+// TOPIC_NOT_EXIST or a broker address is missing. Sync, async and oneway
+// sends retry up to WithRetries times on transport errors and retryable
+// codes (SYSTEM_ERROR, SYSTEM_BUSY, SERVICE_NOT_AVAILABLE, NO_PERMISSION,
+// TOPIC_NOT_EXIST), on another broker when there is one (oneway sends only
+// when the write failed). A broker that failed or answered slowly is
+// isolated for a while (WithFaultIsolation). Messages with a ShardingKey,
+// a custom QueueSelector or SendTo keep their queue on retries, so that
+// ordering is never traded for availability. A retried send whose first
+// attempt timed out may be stored twice.
+//
+// # Delivery guarantees
+//
+// Delivery is at least once. Handlers must be idempotent; the
+// middleware.Duplicate test mode helps prove it. A message is delivered
+// again (a duplicate) only when:
+//   - its handler returned an error (by design: retry);
+//   - the consumer crashed, or Shutdown's context expired, before the
+//     handler returned or before its offset was committed;
+//   - its queue moved to another member while a message with a lower
+//     offset of that queue was still pending (concurrent consumers commit
+//     the lowest unfinished offset, so finished messages above it are
+//     redelivered to the new owner);
+//   - a producer retried a send that had in fact been stored.
+//
+// A message is never skipped: committed offsets never pass a message whose
+// handler has not returned nil, sent it to the retry topic or, for ordered
+// consumers, to the dead-letter queue.
+//
+// # Ordered consumption
+//
+// WithOrdered locks each assigned queue at the broker (renewed every
+// WithLockInterval; a queue whose lock was not confirmed for 30 s stops
+// starting handlers, well before the broker's 60 s expiry lets another
+// member take it). Within a queue, messages with the same key
+// (Message.Key: ShardingKey, else the first of Keys, else "") are handled
+// one at a time in queue order; different keys run in parallel. A failing
+// message is retried in place with exponential backoff (WithRetryBackoff)
+// and blocks only its own key; after WithMaxReconsumeTimes attempts it is
+// sent to %DLQ%group and the key moves on. When a queue moves to another
+// member, the old member finishes its running handlers, commits and only
+// then unlocks, so no key is handled by two members at once, and the new
+// member starts exactly where the old one stopped.
+//
+// # Retries and dead letters
+//
+// A concurrent clustering consumer sends a failed message back to the
+// broker (CONSUMER_SEND_MSG_BACK), which redelivers it through
+// %RETRY%group after the delay of level 3+ReconsumeTimes (10 s, 30 s, 1 m,
+// …), and moves it to %DLQ%group after WithMaxReconsumeTimes (16). If the
+// broker refuses the send-back, the message is retried locally with
+// backoff, never dropped. Broadcasting consumers log and drop failed
+// messages, as RocketMQ does. Admin.Resend puts a dead letter back.
+//
+// # Offsets
+//
+// Clustering offsets live on the broker (QUERY/UPDATE_CONSUMER_OFFSET),
+// broadcasting offsets in a JSON file under WithOffsetDir, written
+// atomically. A group with no stored offset starts per WithConsumeFrom.
+// Offsets are committed every WithCommitInterval, when a queue is taken
+// away (after its handlers finish) and on Shutdown (after all handlers
+// finish or its context expires).
+//
+// # Transactions
+//
+// NewTransactionProducer adds SendInTransaction: the half message, the
+// local transaction and END_TRANSACTION in one call, plus a
+// TransactionChecker the broker calls back for half messages whose outcome
+// it did not learn. The checker must read durable state.
+//
+// # Wire compatibility
+//
+// Every byte is encoded by pkg/remoting/protocol. Single sends use code
+// 310 (short header), batches 320; pulls set the SUBSCRIPTION bit and carry
+// the expression, so brokers need no prior heartbeat to filter (a
+// heartbeat is still sent to every broker as soon as its route is known).
+// The client id is "ip@instance"; members of one group must have distinct
+// ids (the default instance name includes the pid and a random suffix).
+// AllocateAveragely and AllocateByCircle match RocketMQ's and
+// rocketmq-client-go's, so mixed groups agree on queue ownership.
+package mqclient

@@ -1,0 +1,33 @@
+package mqclient
+
+import "errors"
+
+// Sentinel errors of the client. Returned errors wrap them (test with
+// errors.Is); broker answers also wrap a *protocol.Error carrying the
+// response code, so errors.Is(err, &protocol.Error{Code: protocol.TopicNotExist})
+// works as well.
+var (
+	// ErrClosed: the Producer, PushConsumer or Admin was shut down (or
+	// never started).
+	ErrClosed = errors.New("mqclient: closed")
+	// ErrNotStarted: a call that needs a running client came before Start.
+	ErrNotStarted = errors.New("mqclient: not started")
+	// ErrStarted: Start or Subscribe was called on a running client.
+	ErrStarted = errors.New("mqclient: already started")
+	// ErrInvalidOption: an option value was rejected by validation.
+	ErrInvalidOption = errors.New("mqclient: invalid option")
+	// ErrInvalidMessage: a message failed validation before it was sent
+	// (empty topic or body, bad topic name, too large, mixed batch).
+	ErrInvalidMessage = errors.New("mqclient: invalid message")
+	// ErrTopicNotFound: no NameServer knows a route for the topic.
+	ErrTopicNotFound = errors.New("mqclient: topic route not found")
+	// ErrNoNameServer: no NameServer address is configured or none answered.
+	ErrNoNameServer = errors.New("mqclient: no name server reachable")
+	// ErrBrokerNotFound: the route names a broker with no usable address.
+	ErrBrokerNotFound = errors.New("mqclient: broker address not found")
+	// ErrSendFailed: every send attempt failed; the error also wraps the
+	// last attempt's cause.
+	ErrSendFailed = errors.New("mqclient: send failed")
+	// ErrNotSupported: the broker answered REQUEST_CODE_NOT_SUPPORTED.
+	ErrNotSupported = errors.New("mqclient: not supported by broker")
+)

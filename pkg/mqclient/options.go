@@ -1,0 +1,344 @@
+package mqclient
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Option configures a Producer, PushConsumer or Admin. Options that do not
+// apply to the client they are given to are ignored; each option's comment
+// says where it applies. Defaults are listed in defaultSettings and in each
+// option's comment.
+type Option func(*settings)
+
+// MessageModel says how a consumer group shares a topic's messages.
+type MessageModel int
+
+const (
+	// Clustering: each message goes to one member of the group; offsets
+	// are stored on the broker. The default.
+	Clustering MessageModel = iota
+	// Broadcasting: each member gets every message; offsets are stored in
+	// a local file (WithOffsetDir) and failed messages are not retried
+	// through the broker.
+	Broadcasting
+)
+
+// ConsumeFrom says where a group with no stored offset starts in a queue.
+type ConsumeFrom int
+
+const (
+	// ConsumeFromLast starts at the end of the queue (only new messages).
+	// The default. RocketMQ 4.x brokers (Tide's included, today) answer
+	// offset 0 instead of "none" for a new group on a queue that still
+	// holds its first message, so such a queue is read from the start
+	// whatever ConsumeFrom says; the client asks RocketMQ 5 brokers not to
+	// (setZeroIfNotFound=false).
+	ConsumeFromLast ConsumeFrom = iota
+	// ConsumeFromFirst starts at the oldest message still stored.
+	ConsumeFromFirst
+	// ConsumeFromTimestamp starts at the first message stored at or after
+	// the time given with WithConsumeTimestamp.
+	ConsumeFromTimestamp
+)
+
+// settings holds every option. defaultSettings is the one place defaults
+// live.
+type settings struct {
+	nameServers  []string
+	logger       *slog.Logger
+	instanceName string
+	clientIP     string
+
+	// timing
+	requestTimeout    time.Duration
+	routeRefresh      time.Duration
+	heartbeatInterval time.Duration
+
+	// producer
+	producerGroup  string
+	sendTimeout    time.Duration
+	retries        int
+	selector       QueueSelector
+	compressOver   int
+	maxMessageSize int
+	interceptors   []SendInterceptor
+	faultIsolation bool
+	autoCreate     bool
+
+	// consumer
+	model             MessageModel
+	from              ConsumeFrom
+	fromTimestamp     time.Time
+	allocate          AllocateStrategy
+	concurrency       int
+	pullBatchSize     int
+	maxCachedCount    int
+	maxCachedBytes    int
+	maxReconsumeTimes int
+	ordered           bool
+	retryBackoff      time.Duration
+	maxRetryBackoff   time.Duration
+	rebalanceInterval time.Duration
+	commitInterval    time.Duration
+	lockInterval      time.Duration
+	offsetDir         string
+	middleware        []Middleware
+	pollTimeout       time.Duration
+	pullBackoff       time.Duration
+}
+
+func defaultSettings() settings {
+	return settings{
+		logger:            slog.Default(),
+		requestTimeout:    3 * time.Second,
+		routeRefresh:      30 * time.Second,
+		heartbeatInterval: 30 * time.Second,
+
+		producerGroup:  "DEFAULT_PRODUCER",
+		sendTimeout:    3 * time.Second,
+		retries:        2,
+		compressOver:   4096,
+		maxMessageSize: 4 << 20,
+		faultIsolation: true,
+		autoCreate:     true,
+
+		model:             Clustering,
+		from:              ConsumeFromLast,
+		allocate:          AllocateAveragely(),
+		concurrency:       20,
+		pullBatchSize:     32,
+		maxCachedCount:    1024,
+		maxCachedBytes:    64 << 20,
+		maxReconsumeTimes: 16,
+		retryBackoff:      time.Second,
+		maxRetryBackoff:   30 * time.Second,
+		rebalanceInterval: 20 * time.Second,
+		commitInterval:    5 * time.Second,
+		lockInterval:      20 * time.Second,
+		pollTimeout:       20 * time.Second,
+		pullBackoff:       3 * time.Second,
+	}
+}
+
+var groupName = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+func (s *settings) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(s.nameServers) == 0:
+		return bad("no name server address (WithNameServers)")
+	case s.requestTimeout <= 0 || s.sendTimeout <= 0:
+		return bad("timeouts must be positive")
+	case s.routeRefresh <= 0 || s.heartbeatInterval <= 0 || s.rebalanceInterval <= 0 || s.commitInterval <= 0 || s.lockInterval <= 0:
+		return bad("intervals must be positive")
+	case s.retries < 0:
+		return bad("retries %d < 0", s.retries)
+	case !groupName.MatchString(s.producerGroup) || len(s.producerGroup) > 255:
+		return bad("producer group %q: only [%%|a-zA-Z0-9_-], at most 255 bytes", s.producerGroup)
+	case s.concurrency <= 0:
+		return bad("concurrency %d <= 0", s.concurrency)
+	case s.pullBatchSize <= 0 || s.pullBatchSize > 1024:
+		return bad("pull batch size %d not in [1, 1024]", s.pullBatchSize)
+	case s.maxCachedCount <= 0 || s.maxCachedBytes <= 0:
+		return bad("cache limits must be positive")
+	case s.maxMessageSize <= 0:
+		return bad("max message size must be positive")
+	case s.allocate == nil:
+		return bad("nil allocation strategy")
+	case s.from == ConsumeFromTimestamp && s.fromTimestamp.IsZero():
+		return bad("ConsumeFromTimestamp needs WithConsumeTimestamp")
+	case s.model == Broadcasting && s.ordered:
+		return bad("ordered consumption needs the Clustering model")
+	}
+	for _, a := range s.nameServers {
+		if a == "" || strings.ContainsAny(a, " \t") {
+			return bad("name server address %q", a)
+		}
+	}
+	return nil
+}
+
+// WithNameServers sets the NameServer addresses ("host:port"; an
+// "http://" prefix and ";"-separated lists are accepted). Required. All
+// clients.
+func WithNameServers(addrs ...string) Option {
+	return func(s *settings) {
+		s.nameServers = nil
+		for _, a := range addrs {
+			for _, p := range strings.Split(a, ";") {
+				p = strings.TrimPrefix(strings.TrimSpace(p), "http://")
+				if p != "" {
+					s.nameServers = append(s.nameServers, p)
+				}
+			}
+		}
+	}
+}
+
+// WithLogger sets the logger. Default slog.Default(). All clients.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
+// WithInstanceName sets the instance part of the client id
+// ("ip@instance"). Two clients of one group in one process must have
+// different ids; the default is the process id plus a random suffix, which
+// is unique. All clients.
+func WithInstanceName(name string) Option { return func(s *settings) { s.instanceName = name } }
+
+// WithClientIP sets the IP put into the client id and message ids. Default:
+// the first non-loopback IPv4 address of the host. All clients.
+func WithClientIP(ip string) Option { return func(s *settings) { s.clientIP = ip } }
+
+// WithRequestTimeout bounds each request other than sends and pulls
+// (route queries, heartbeats, offsets, locks, admin calls). Default 3 s.
+// All clients.
+func WithRequestTimeout(d time.Duration) Option { return func(s *settings) { s.requestTimeout = d } }
+
+// WithRouteRefreshInterval sets how often routes are refreshed from the
+// NameServers. Default 30 s. All clients.
+func WithRouteRefreshInterval(d time.Duration) Option {
+	return func(s *settings) { s.routeRefresh = d }
+}
+
+// WithHeartbeatInterval sets how often the client heartbeats every broker.
+// Default 30 s (brokers expire clients silent for 120 s). All clients.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(s *settings) { s.heartbeatInterval = d }
+}
+
+// WithProducerGroup sets the producer group. It matters for transaction
+// check-backs. Default "DEFAULT_PRODUCER". Producer.
+func WithProducerGroup(g string) Option { return func(s *settings) { s.producerGroup = g } }
+
+// WithSendTimeout bounds each send attempt. Default 3 s. Producer.
+func WithSendTimeout(d time.Duration) Option { return func(s *settings) { s.sendTimeout = d } }
+
+// WithRetries sets how many times a failed synchronous or oneway send is
+// retried (so 1+n attempts). Retries go to another broker when there is
+// one, except for messages with a ShardingKey, which stay on their queue
+// to keep their order. Asynchronous sends retry the same way. Default 2.
+// Producer.
+func WithRetries(n int) Option { return func(s *settings) { s.retries = n } }
+
+// WithQueueSelector replaces the default queue selection (hash of
+// Message.ShardingKey when set, round robin otherwise). Producer.
+func WithQueueSelector(q QueueSelector) Option { return func(s *settings) { s.selector = q } }
+
+// WithCompressOver compresses (zlib) single-message bodies of at least n
+// bytes; 0 disables compression. Default 4096, as RocketMQ. Producer.
+func WithCompressOver(n int) Option { return func(s *settings) { s.compressOver = n } }
+
+// WithMaxMessageSize sets the largest body (single message) or batch body
+// the producer sends; larger ones fail with ErrInvalidMessage before
+// anything is sent. Default 4 MiB, the broker default. Producer.
+func WithMaxMessageSize(n int) Option { return func(s *settings) { s.maxMessageSize = n } }
+
+// WithSendInterceptors adds interceptors run around every send, in order
+// (see SendInterceptor). Producer.
+func WithSendInterceptors(is ...SendInterceptor) Option {
+	return func(s *settings) { s.interceptors = append(s.interceptors, is...) }
+}
+
+// WithFaultIsolation switches broker failure isolation: a broker that
+// failed or answered slowly is avoided for a while when another one can
+// take the message. Default on. Producer.
+func WithFaultIsolation(on bool) Option { return func(s *settings) { s.faultIsolation = on } }
+
+// WithAutoCreateTopic lets the producer send to a topic no NameServer
+// knows, through the brokers serving the auto-creation template TBW102
+// (the broker then creates the topic). Default on. Producer.
+func WithAutoCreateTopic(on bool) Option { return func(s *settings) { s.autoCreate = on } }
+
+// WithMessageModel sets Clustering (default) or Broadcasting. Consumer.
+func WithMessageModel(m MessageModel) Option { return func(s *settings) { s.model = m } }
+
+// WithConsumeFrom sets where a group without a stored offset starts.
+// Default ConsumeFromLast. Consumer.
+func WithConsumeFrom(f ConsumeFrom) Option { return func(s *settings) { s.from = f } }
+
+// WithConsumeTimestamp sets the start time for ConsumeFromTimestamp (and
+// selects it). Consumer.
+func WithConsumeTimestamp(t time.Time) Option {
+	return func(s *settings) { s.from, s.fromTimestamp = ConsumeFromTimestamp, t }
+}
+
+// WithAllocateStrategy sets how a clustering group splits queues. Default
+// AllocateAveragely (identical to RocketMQ's, so mixed Java/Go groups
+// agree). Consumer.
+func WithAllocateStrategy(a AllocateStrategy) Option { return func(s *settings) { s.allocate = a } }
+
+// WithConcurrency sets the number of handler goroutines. Default 20.
+// Consumer.
+func WithConcurrency(n int) Option { return func(s *settings) { s.concurrency = n } }
+
+// WithPullBatchSize sets the most messages asked for per pull. Default 32.
+// Consumer.
+func WithPullBatchSize(n int) Option { return func(s *settings) { s.pullBatchSize = n } }
+
+// WithFlowControl bounds the messages (count and body bytes) held per
+// queue, pulled but not yet finished; pulling pauses above them. Defaults
+// 1024 messages and 64 MiB. Consumer.
+func WithFlowControl(maxCount, maxBytes int) Option {
+	return func(s *settings) { s.maxCachedCount, s.maxCachedBytes = maxCount, maxBytes }
+}
+
+// WithMaxReconsumeTimes sets how many times a failing message is
+// redelivered before it goes to the group's dead-letter queue
+// (%DLQ%group). Concurrent consumers retry through the broker's retry
+// topic; ordered consumers retry in place. Default 16. Consumer.
+func WithMaxReconsumeTimes(n int) Option { return func(s *settings) { s.maxReconsumeTimes = n } }
+
+// WithOrdered switches to ordered consumption: each queue is locked at the
+// broker, messages with the same key (Message.ShardingKey, else the first
+// of Keys, else the empty key) are handled one at a time in queue order,
+// different keys in parallel. A failing message is retried in place with
+// backoff (WithRetryBackoff) and blocks only its key; after
+// WithMaxReconsumeTimes attempts it goes to the DLQ and its key moves on.
+// Consumer, Clustering only.
+func WithOrdered() Option { return func(s *settings) { s.ordered = true } }
+
+// WithRetryBackoff sets the first and the largest wait between local
+// retries of a failing message (doubling in between). Defaults 1 s and
+// 30 s. Consumer.
+func WithRetryBackoff(first, max time.Duration) Option {
+	return func(s *settings) { s.retryBackoff, s.maxRetryBackoff = first, max }
+}
+
+// WithRebalanceInterval sets the periodic rebalance (rebalances also run
+// when the broker reports a membership change). Default 20 s. Consumer.
+func WithRebalanceInterval(d time.Duration) Option {
+	return func(s *settings) { s.rebalanceInterval = d }
+}
+
+// WithCommitInterval sets how often consumed offsets are committed.
+// Default 5 s. Consumer.
+func WithCommitInterval(d time.Duration) Option { return func(s *settings) { s.commitInterval = d } }
+
+// WithLockInterval sets how often ordered consumers renew their broker
+// queue locks (which last 60 s on the broker). Default 20 s. Consumer.
+func WithLockInterval(d time.Duration) Option { return func(s *settings) { s.lockInterval = d } }
+
+// WithOffsetDir sets the directory of the local offset file of
+// broadcasting consumers. Default $HOME/.tide_mqclient. Consumer.
+func WithOffsetDir(dir string) Option { return func(s *settings) { s.offsetDir = dir } }
+
+// WithMiddleware wraps every handler of the consumer, the first given
+// outermost. Consumer.
+func WithMiddleware(m ...Middleware) Option {
+	return func(s *settings) { s.middleware = append(s.middleware, m...) }
+}
+
+// WithPollTimeout sets how long the broker may hold an empty pull (long
+// polling). Default 20 s. Consumer.
+func WithPollTimeout(d time.Duration) Option { return func(s *settings) { s.pollTimeout = d } }

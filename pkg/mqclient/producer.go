@@ -1,0 +1,516 @@
+package mqclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// propTimerDelUniqKey names the timer message a recall message cancels
+// (RocketMQ 5 TIMER_DEL_UNIQKEY).
+const propTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
+
+// maxAsyncInFlight bounds the asynchronous sends of one Producer that have
+// not called back yet; SendAsync blocks above it.
+const maxAsyncInFlight = 10000
+
+// SendInterceptor observes or changes every message a Producer sends.
+// BeforeSend runs before the message is validated and encoded and may
+// modify it; an error aborts the send and is returned to the caller.
+// AfterSend runs once per message after the broker's answer (res is nil on
+// error and for oneway sends). Both are called concurrently from the
+// sending goroutines (for SendAsync, from a goroutine of the producer) and
+// must not block for long.
+type SendInterceptor interface {
+	BeforeSend(ctx context.Context, msg *Message) error
+	AfterSend(ctx context.Context, msg *Message, res *SendResult, err error)
+}
+
+// Producer sends messages to a topic's brokers, choosing queues with its
+// QueueSelector and avoiding brokers that recently failed.
+//
+// A Producer is safe for concurrent use. Create it with NewProducer, call
+// Start, then send; Shutdown ends it. Sends block until the broker answers
+// (SendOneway: until the request is written) or their context is done;
+// each attempt is also bounded by WithSendTimeout. A send that times out
+// may still have been stored: with retries, a message can therefore be
+// stored twice. Consumers must be idempotent (RocketMQ is at-least-once).
+type Producer struct {
+	s     settings
+	c     *core
+	state atomic.Int32 // 0 new, 1 running, 2 shut down
+	sel   QueueSelector
+	rr    roundRobin
+
+	async    sync.WaitGroup
+	asyncSem chan struct{}
+
+	checker TransactionChecker // set by NewTransactionProducer
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateClosed
+)
+
+// NewProducer returns a producer configured by opts; WithNameServers is
+// required. It does not connect until Start.
+func NewProducer(opts ...Option) (*Producer, error) {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	p := &Producer{s: s, sel: s.selector, asyncSem: make(chan struct{}, maxAsyncInFlight)}
+	if p.sel == nil {
+		p.sel = ByShardingKey()
+	}
+	p.c = newCore(s)
+	p.c.heartbeat = p.heartbeatData
+	return p, nil
+}
+
+func (p *Producer) heartbeatData() *protocol.HeartbeatData {
+	return &protocol.HeartbeatData{ClientID: p.c.clientID, ProducerDataSet: []protocol.ProducerData{{GroupName: p.s.producerGroup}}}
+}
+
+// Start starts the route refresh and heartbeat loops. It does not block
+// and fails only when called twice or after Shutdown.
+func (p *Producer) Start(ctx context.Context) error {
+	if !p.state.CompareAndSwap(stateNew, stateRunning) {
+		return ErrStarted
+	}
+	p.c.start()
+	return nil
+}
+
+// Shutdown stops accepting sends, waits until every pending SendAsync has
+// called back (or ctx is done, after which the remaining callbacks get
+// ErrClosed-wrapping errors as their connections close), unregisters the
+// producer from the brokers and closes all connections. Sends already
+// acknowledged are durable per the broker's flush policy; Shutdown does not
+// lose them. It is safe to call more than once.
+func (p *Producer) Shutdown(ctx context.Context) error {
+	if p.state.Swap(stateClosed) == stateClosed {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() { p.async.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("mqclient: producer shutdown: pending async sends: %w", ctx.Err())
+	}
+	p.c.unregister(ctx, p.s.producerGroup, "")
+	p.c.close()
+	return err
+}
+
+// ClientID returns the id the producer presents to brokers.
+func (p *Producer) ClientID() string { return p.c.clientID }
+
+func (p *Producer) running() error {
+	switch p.state.Load() {
+	case stateNew:
+		return ErrNotStarted
+	case stateClosed:
+		return ErrClosed
+	}
+	return nil
+}
+
+// outgoing is an encoded message (or batch) ready to send.
+type outgoing struct {
+	topic     string
+	body      []byte
+	props     map[string]string
+	sysFlag   int32
+	flag      int32
+	msgID     string
+	batch     bool
+	sharded   bool // keep the queue on retries
+	queue     *Queue
+	deliverAt time.Time
+	msg       *Message // for the selector
+}
+
+func (p *Producer) encode(msg *Message) (*outgoing, error) {
+	if msg == nil {
+		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	if err := validTopic(msg.Topic); err != nil {
+		return nil, err
+	}
+	if len(msg.Body) == 0 {
+		return nil, fmt.Errorf("%w: empty body", ErrInvalidMessage)
+	}
+	if len(msg.Body) > p.s.maxMessageSize {
+		return nil, fmt.Errorf("%w: body of %d bytes exceeds %d", ErrInvalidMessage, len(msg.Body), p.s.maxMessageSize)
+	}
+	if msg.DelayLevel < 0 {
+		return nil, fmt.Errorf("%w: delay level %d", ErrInvalidMessage, msg.DelayLevel)
+	}
+	o := &outgoing{topic: msg.Topic, body: msg.Body, props: msg.properties(), flag: msg.Flag,
+		sharded: msg.ShardingKey != "", deliverAt: msg.DeliverAt, msg: msg}
+	o.msgID = p.c.ids.Next()
+	o.props[protocol.PropUniqKey] = o.msgID
+	if p.s.compressOver > 0 && len(msg.Body) >= p.s.compressOver {
+		o.body = deflate(msg.Body)
+		o.sysFlag |= protocol.SysFlagCompressed
+	}
+	if len(protocol.EncodeProperties(o.props)) > protocol.MaxPropertiesLength {
+		return nil, fmt.Errorf("%w: properties exceed %d bytes", ErrInvalidMessage, protocol.MaxPropertiesLength)
+	}
+	return o, nil
+}
+
+func (p *Producer) before(ctx context.Context, msgs ...*Message) error {
+	for _, in := range p.s.interceptors {
+		for _, m := range msgs {
+			if err := in.BeforeSend(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Producer) after(ctx context.Context, res *SendResult, err error, msgs ...*Message) {
+	for _, in := range p.s.interceptors {
+		for _, m := range msgs {
+			in.AfterSend(ctx, m, res, err)
+		}
+	}
+}
+
+// Send sends msg and waits for the broker's answer, retrying per
+// WithRetries. It returns the result of the attempt that succeeded.
+func (p *Producer) Send(ctx context.Context, msg *Message) (*SendResult, error) {
+	if err := p.running(); err != nil {
+		return nil, err
+	}
+	if err := p.before(ctx, msg); err != nil {
+		return nil, err
+	}
+	o, err := p.encode(msg)
+	if err != nil {
+		p.after(ctx, nil, err, msg)
+		return nil, err
+	}
+	res, err := p.send(ctx, o, false)
+	p.after(ctx, res, err, msg)
+	return res, err
+}
+
+// SendTo sends msg to the given queue (no selection, no broker switch on
+// retry) and waits for the answer.
+func (p *Producer) SendTo(ctx context.Context, msg *Message, q Queue) (*SendResult, error) {
+	if err := p.running(); err != nil {
+		return nil, err
+	}
+	if err := p.before(ctx, msg); err != nil {
+		return nil, err
+	}
+	o, err := p.encode(msg)
+	if err != nil {
+		p.after(ctx, nil, err, msg)
+		return nil, err
+	}
+	o.queue = &q
+	res, err := p.send(ctx, o, false)
+	p.after(ctx, res, err, msg)
+	return res, err
+}
+
+// SendAsync sends msg in the background and calls cb exactly once with
+// the result, from a producer goroutine, unless it returns an error itself
+// (invalid message, producer not running). ctx bounds the whole send,
+// retries included. SendAsync blocks while 10000 sends of this producer are
+// pending. For a result channel, send from cb into a buffered channel.
+func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
+	if err := p.running(); err != nil {
+		return err
+	}
+	if err := p.before(ctx, msg); err != nil {
+		return err
+	}
+	o, err := p.encode(msg)
+	if err != nil {
+		p.after(ctx, nil, err, msg)
+		return err
+	}
+	select {
+	case p.asyncSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.async.Add(1)
+	go func() {
+		defer p.async.Done()
+		res, err := p.send(ctx, o, false)
+		<-p.asyncSem
+		p.after(ctx, res, err, msg)
+		if cb != nil {
+			cb(res, err)
+		}
+	}()
+	return nil
+}
+
+// SendOneway writes msg to a broker without waiting for an answer (the
+// request carries the oneway flag, so the broker sends none). It retries
+// only when the write itself fails. Delivery is not confirmed: use it only
+// where losing a message is acceptable.
+func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
+	if err := p.running(); err != nil {
+		return err
+	}
+	if err := p.before(ctx, msg); err != nil {
+		return err
+	}
+	o, err := p.encode(msg)
+	if err != nil {
+		p.after(ctx, nil, err, msg)
+		return err
+	}
+	_, err = p.send(ctx, o, true)
+	p.after(ctx, nil, err, msg)
+	return err
+}
+
+// SendBatch sends msgs as one batch (SEND_BATCH_MESSAGE) to one queue and
+// waits for the answer; the broker stores them with consecutive queue
+// offsets. All messages must have the same topic and no delay, and the
+// encoded batch must fit WithMaxMessageSize; otherwise ErrInvalidMessage is
+// returned and nothing is sent. The queue is chosen from the first
+// message (its ShardingKey, if any). The result's MsgID lists the ids.
+func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (*SendResult, error) {
+	if err := p.running(); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrInvalidMessage)
+	}
+	if err := p.before(ctx, msgs...); err != nil {
+		return nil, err
+	}
+	o, err := p.encodeBatch(msgs)
+	if err != nil {
+		p.after(ctx, nil, err, msgs...)
+		return nil, err
+	}
+	res, err := p.send(ctx, o, false)
+	p.after(ctx, res, err, msgs...)
+	return res, err
+}
+
+func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
+	topic := msgs[0].Topic
+	if err := validTopic(topic); err != nil {
+		return nil, err
+	}
+	items := make([]protocol.BatchItem, 0, len(msgs))
+	ids := make([]string, 0, len(msgs))
+	for i, m := range msgs {
+		switch {
+		case m == nil:
+			return nil, fmt.Errorf("%w: batch message %d is nil", ErrInvalidMessage, i)
+		case m.Topic != topic:
+			return nil, fmt.Errorf("%w: batch mixes topics %q and %q", ErrInvalidMessage, topic, m.Topic)
+		case m.DelayLevel != 0 || !m.DeliverAt.IsZero():
+			return nil, fmt.Errorf("%w: batch message %d is delayed", ErrInvalidMessage, i)
+		case len(m.Body) == 0:
+			return nil, fmt.Errorf("%w: batch message %d has an empty body", ErrInvalidMessage, i)
+		}
+		props := m.properties()
+		id := p.c.ids.Next()
+		props[protocol.PropUniqKey] = id
+		ids = append(ids, id)
+		items = append(items, protocol.BatchItem{Flag: m.Flag, Body: m.Body, Properties: protocol.EncodeProperties(props)})
+	}
+	body, err := protocol.AppendBatch(nil, items)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	if len(body) > p.s.maxMessageSize {
+		return nil, fmt.Errorf("%w: batch of %d bytes exceeds %d", ErrInvalidMessage, len(body), p.s.maxMessageSize)
+	}
+	return &outgoing{topic: topic, body: body, props: map[string]string{}, batch: true,
+		msgID: strings.Join(ids, ","), sharded: msgs[0].ShardingKey != "", msg: msgs[0]}, nil
+}
+
+// Recall cancels a pending timer message (one sent with DeliverAt) by
+// sending a recall message naming its id to the same queue with the same
+// delivery time (RocketMQ 5 TIMER_DEL_UNIQKEY). It returns once the broker
+// stored the recall; a timer that already fired is not affected, so
+// handlers must still tolerate the message.
+func (p *Producer) Recall(ctx context.Context, res *SendResult) error {
+	if err := p.running(); err != nil {
+		return err
+	}
+	if res == nil || res.DeliverAt.IsZero() || res.MsgID == "" {
+		return fmt.Errorf("%w: recall needs the SendResult of a DeliverAt message", ErrInvalidMessage)
+	}
+	q := res.Queue
+	o := &outgoing{topic: q.Topic, body: []byte("recall"), queue: &q, msgID: p.c.ids.Next(), props: map[string]string{
+		protocol.PropTimerDeliverMS: strconv.FormatInt(res.DeliverAt.UnixMilli(), 10),
+		propTimerDelUniqKey:         res.MsgID,
+	}}
+	o.props[protocol.PropUniqKey] = o.msgID
+	_, err := p.send(ctx, o, false)
+	return err
+}
+
+// pick chooses the queue of one attempt. Messages with a fixed or sharded
+// queue keep it; others avoid the last failed broker and isolated brokers
+// when any other broker is available.
+func (p *Producer) pick(o *outgoing, qs []Queue, lastFailed string) Queue {
+	if o.queue != nil {
+		return *o.queue
+	}
+	if o.sharded || p.s.selector != nil {
+		return p.sel.Select(o.msg, qs)
+	}
+	n := len(qs)
+	start := int(p.rr.n.Add(1) - 1)
+	fallback := -1
+	for i := 0; i < n; i++ {
+		q := qs[(start+i)%n]
+		if q.BrokerName == lastFailed {
+			continue
+		}
+		if fallback < 0 {
+			fallback = (start + i) % n
+		}
+		if !p.s.faultIsolation || p.c.faults.available(q.BrokerName) {
+			return q
+		}
+	}
+	if fallback >= 0 {
+		return qs[fallback]
+	}
+	return qs[start%n]
+}
+
+// retryable reports whether a failed attempt may be retried.
+func retryable(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case protocol.SystemError, protocol.SystemBusy, protocol.ServiceNotAvailable,
+			protocol.NoPermission, protocol.TopicNotExist:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, remoting.ErrClosed) || errors.Is(err, remoting.ErrDial) ||
+		errors.Is(err, remoting.ErrTimeout) || errors.Is(err, ErrBrokerNotFound)
+}
+
+func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendResult, error) {
+	var lastErr error
+	lastBroker := ""
+	for attempt := 0; attempt <= p.s.retries; attempt++ {
+		if attempt > 0 && ctx.Err() != nil {
+			break
+		}
+		r, err := p.c.route(ctx, o.topic, p.s.autoCreate)
+		if err != nil {
+			lastErr = err
+			if errors.Is(err, ErrTopicNotFound) {
+				break
+			}
+			continue
+		}
+		if len(r.pub) == 0 {
+			lastErr = fmt.Errorf("%w: %s has no writable queue", ErrTopicNotFound, o.topic)
+			break
+		}
+		q := p.pick(o, r.pub, lastBroker)
+		addr, err := p.c.masterAddr(ctx, q.BrokerName, o.topic)
+		if err != nil {
+			lastErr, lastBroker = err, q.BrokerName
+			continue
+		}
+		start := time.Now()
+		res, err := p.sendOnce(ctx, addr, q, o, oneway)
+		if ctx.Err() == nil {
+			p.c.faults.record(q.BrokerName, time.Since(start), err != nil)
+		}
+		if err == nil {
+			return res, nil
+		}
+		lastErr, lastBroker = err, q.BrokerName
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code == protocol.TopicNotExist {
+			p.c.updateRoute(ctx, o.topic, false)
+		}
+		if !retryable(err) || (oneway && !errors.Is(err, remoting.ErrDial) && !errors.Is(err, remoting.ErrClosed)) {
+			break
+		}
+		p.s.logger.Debug("mqclient: send attempt failed", "topic", o.topic, "broker", q.BrokerName, "attempt", attempt, "err", err)
+	}
+	return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, lastErr)
+}
+
+func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoing, oneway bool) (*SendResult, error) {
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup:         p.s.producerGroup,
+		Topic:                 o.topic,
+		DefaultTopic:          protocol.DefaultTopicTemplate,
+		DefaultTopicQueueNums: protocol.DefaultTopicQueueNums,
+		QueueID:               q.QueueID,
+		SysFlag:               o.sysFlag,
+		BornTimestamp:         time.Now().UnixMilli(),
+		Flag:                  o.flag,
+		Properties:            protocol.EncodeProperties(o.props),
+		MaxReconsumeTimes:     -1,
+		Batch:                 o.batch,
+	}
+	code := protocol.SendMessageV2
+	if o.batch {
+		code = protocol.SendBatchMessage
+	}
+	req := protocol.NewRequest(code, h.V2().Encode(), o.body)
+	if oneway {
+		cctx, cancel := context.WithTimeout(ctx, p.s.sendTimeout)
+		defer cancel()
+		return nil, p.c.rc.InvokeOneway(cctx, addr, req)
+	}
+	resp, err := p.c.invoke(ctx, addr, req, p.s.sendTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var st SendStatus
+	switch resp.Code {
+	case protocol.Success:
+		st = SendOK
+	case protocol.FlushDiskTimeout:
+		st = SendFlushDiskTimeout
+	case protocol.FlushSlaveTimeout:
+		st = SendFlushSlaveTimeout
+	case protocol.SlaveNotAvailable:
+		st = SendSlaveNotAvailable
+	default:
+		return nil, fmt.Errorf("mqclient: send to %s: %w", addr, resp.Err())
+	}
+	var rh protocol.SendMessageResponseHeader
+	if err := rh.Decode(resp.ExtFields); err != nil {
+		return nil, fmt.Errorf("mqclient: send response from %s: %w", addr, err)
+	}
+	q.QueueID = rh.QueueID
+	return &SendResult{Status: st, MsgID: o.msgID, OffsetMsgID: rh.MsgID, Queue: q,
+		QueueOffset: rh.QueueOffset, TransactionID: rh.TransactionID, DeliverAt: o.deliverAt}, nil
+}

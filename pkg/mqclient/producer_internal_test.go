@@ -1,0 +1,190 @@
+package mqclient
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+func newTestProducer(t *testing.T, opts ...Option) *Producer {
+	t.Helper()
+	p, err := NewProducer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	return p
+}
+
+func TestProducerRetryMovesToAnotherBroker(t *testing.T) {
+	a, b := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-b")
+	a.fail.Store(int32(protocol.SystemError))
+	ns := startFakeNameServer(t, "orders", 2, a, b)
+	p := newTestProducer(t, WithNameServers(ns), WithRetries(2))
+	for i := 0; i < 6; i++ {
+		res, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x")})
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if res.Queue.BrokerName != "broker-b" {
+			t.Fatalf("send %d landed on %s", i, res.Queue.BrokerName)
+		}
+	}
+	// broker-a failed once, then was isolated: later sends skip it.
+	if n := a.sends.Load(); n != 1 {
+		t.Errorf("broker-a got %d sends, want 1 (isolated after its failure)", n)
+	}
+}
+
+func TestProducerRetriesExhausted(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	a.fail.Store(int32(protocol.SystemBusy))
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithRetries(2))
+	_, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x")})
+	if !errors.Is(err, ErrSendFailed) || !errors.Is(err, &protocol.Error{Code: protocol.SystemBusy}) {
+		t.Fatalf("got %v", err)
+	}
+	if n := a.sends.Load(); n != 3 {
+		t.Errorf("%d attempts, want 3", n)
+	}
+}
+
+func TestProducerNoRetryOnIllegalMessage(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	a.fail.Store(int32(protocol.MessageIllegal))
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithRetries(2))
+	if _, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x")}); err == nil {
+		t.Fatal("want an error")
+	}
+	if n := a.sends.Load(); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
+func TestProducerShardedRetryKeepsQueue(t *testing.T) {
+	a, b := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-b")
+	ns := startFakeNameServer(t, "orders", 2, a, b)
+	p := newTestProducer(t, WithNameServers(ns), WithRetries(1))
+	res, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x"), ShardingKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := map[string]*fakeBroker{"broker-a": a, "broker-b": b}[res.Queue.BrokerName]
+	failing.fail.Store(int32(protocol.SystemError))
+	if _, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x"), ShardingKey: "k"}); err == nil {
+		t.Fatal("a sharded message must not move to another broker")
+	}
+}
+
+func TestProducerTopicNotFound(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithAutoCreateTopic(false))
+	_, err := p.Send(context.Background(), &Message{Topic: "missing", Body: []byte("x")})
+	if !errors.Is(err, ErrTopicNotFound) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestProducerAsyncCallbackOnce(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 4, a)
+	p := newTestProducer(t, WithNameServers(ns))
+	done := make(chan error, 100)
+	for i := 0; i < 100; i++ {
+		if err := p.SendAsync(context.Background(), &Message{Topic: "orders", Body: []byte("x")}, func(_ *SendResult, err error) {
+			done <- err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 100 {
+		t.Fatalf("%d callbacks after Shutdown, want 100", len(done))
+	}
+	for len(done) > 0 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFaultIsolation(t *testing.T) {
+	var f faultTable
+	f.init()
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	f.record("a", 100*time.Millisecond, false)
+	if !f.available("a") {
+		t.Fatal("fast broker isolated")
+	}
+	f.record("a", 0, true)
+	if f.available("a") {
+		t.Fatal("failed broker available")
+	}
+	now = now.Add(31 * time.Second)
+	if !f.available("a") {
+		t.Fatal("isolation did not end")
+	}
+	f.record("b", 1500*time.Millisecond, false)
+	if f.available("b") {
+		t.Fatal("slow broker not isolated")
+	}
+}
+
+type tagger struct{ after chan *SendResult }
+
+func (tg tagger) BeforeSend(_ context.Context, m *Message) error {
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	m.Properties["trace"] = "abc"
+	if string(m.Body) == "forbidden" {
+		return errors.New("refused by interceptor")
+	}
+	return nil
+}
+
+func (tg tagger) AfterSend(_ context.Context, _ *Message, res *SendResult, err error) {
+	if err == nil {
+		tg.after <- res
+	}
+}
+
+func TestProducerInterceptors(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 1, a)
+	tg := tagger{after: make(chan *SendResult, 1)}
+	p := newTestProducer(t, WithNameServers(ns), WithSendInterceptors(tg))
+	res, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-tg.after; got != res {
+		t.Errorf("AfterSend got %+v, want the send result", got)
+	}
+	a.mu.Lock()
+	props := protocol.DecodeProperties(a.log[0].ExtFields["i"])
+	a.mu.Unlock()
+	if props["trace"] != "abc" || props[protocol.PropUniqKey] != res.MsgID {
+		t.Errorf("wire properties %v", props)
+	}
+	if _, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("forbidden")}); err == nil {
+		t.Error("interceptor error did not abort the send")
+	}
+	if n := a.sends.Load(); n != 1 {
+		t.Errorf("%d sends reached the broker, want 1", n)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mqclient_test
+
+const raceEnabled = false
