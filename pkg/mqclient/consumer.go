@@ -63,9 +63,13 @@ type PushConsumer struct {
 	pulls   sync.WaitGroup
 }
 
+// subscription is one topic's filter and handler: handler or batch, never
+// both; neither for the retry topic, whose messages are routed to their
+// original topic's subscription (RETRY_TOPIC).
 type subscription struct {
 	data    protocol.SubscriptionData
-	handler Handler // nil for the retry topic: routed by RETRY_TOPIC
+	handler Handler
+	batch   BatchHandler
 }
 
 // NewPushConsumer returns a consumer of group configured by opts;
@@ -93,22 +97,43 @@ func NewPushConsumer(group string, opts ...Option) (*PushConsumer, error) {
 // for all, or tags joined by "||" ("TagA || TagB"). Call it before Start;
 // a second call for the same topic replaces the first.
 func (pc *PushConsumer) Subscribe(topic, expr string, h Handler) error {
-	if pc.state.Load() != stateNew {
-		return ErrStarted
-	}
-	if err := validTopic(topic); err != nil {
-		return err
-	}
 	if h == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalidOption)
 	}
 	for i := len(pc.s.middleware) - 1; i >= 0; i-- {
 		h = pc.s.middleware[i](h)
 	}
-	d := protocol.NewSubscriptionData(topic, expr)
-	d.SubVersion = time.Now().UnixMilli()
+	return pc.subscribe(topic, expr, &subscription{handler: h})
+}
+
+// SubscribeBatch is Subscribe for a handler that takes up to
+// WithConsumeBatchSize messages per call. A batch holds messages of one
+// queue only, in queue order, and never waits for more: it is cut from
+// what one pull returned (so it is also bounded by WithPullBatchSize), or
+// for ordered consumers from the messages of one key that are waiting.
+// Success acknowledges the whole batch; an error redelivers every message
+// of it, exactly as a failed Handler redelivers its one message, so h must
+// be idempotent per message. WithMiddleware wraps Handlers only, not
+// batch handlers. Call it before Start; it replaces an earlier
+// subscription of the same topic.
+func (pc *PushConsumer) SubscribeBatch(topic, expr string, h BatchHandler) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidOption)
+	}
+	return pc.subscribe(topic, expr, &subscription{batch: h})
+}
+
+func (pc *PushConsumer) subscribe(topic, expr string, sub *subscription) error {
+	if pc.state.Load() != stateNew {
+		return ErrStarted
+	}
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	sub.data = protocol.NewSubscriptionData(topic, expr)
+	sub.data.SubVersion = time.Now().UnixMilli()
 	pc.mu.Lock()
-	pc.subs[topic] = &subscription{data: d, handler: h}
+	pc.subs[topic] = sub
 	pc.mu.Unlock()
 	return nil
 }

@@ -57,8 +57,8 @@
 //   - a producer retried a send that had in fact been stored.
 //
 // A message is never skipped: committed offsets never pass a message whose
-// handler has not returned nil, sent it to the retry topic or, for ordered
-// consumers, to the dead-letter queue.
+// handler (or batch handler) has not returned nil, sent it to the retry
+// topic or, for ordered consumers, to the dead-letter queue.
 //
 // # Ordered consumption
 //
@@ -74,6 +74,30 @@
 // member, the old member finishes its running handlers, commits and only
 // then unlocks, so no key is handled by two members at once, and the new
 // member starts exactly where the old one stopped.
+//
+// # Batch consumption
+//
+// SubscribeBatch registers a BatchHandler, which gets up to
+// WithConsumeBatchSize messages per call (default 1; RocketMQ's
+// consumeMessageBatchMaxSize). A batch holds messages of one queue only,
+// in queue order, and takes one WithConcurrency slot. It never waits to
+// fill up: concurrent consumers cut batches from what one pull returned
+// (so WithPullBatchSize bounds them too), and a retry-topic batch holds
+// messages of one original topic only. Success acknowledges every message
+// of the batch; an error redelivers every one of them as a failed Handler
+// redelivers its one message (concurrent: each is sent back to the retry
+// topic, those the broker refuses are retried locally together), so the
+// handler must be idempotent per message, and a retried batch may be cut
+// differently. Offsets never pass a message of an unfinished batch.
+//
+// With WithOrdered, a batch holds messages of one key only: the key's
+// waiting messages in queue order, up to the batch size. Different keys
+// still run in parallel and one key's batches one at a time, so per-key
+// ordering is exactly that of single-message handlers. A failing batch is
+// retried whole, in place; after WithMaxReconsumeTimes attempts its
+// messages go to %DLQ%group in queue order (one the broker refuses stays,
+// with those after it, and is retried). WithMiddleware does not wrap
+// batch handlers.
 //
 // # Retries and dead letters
 //

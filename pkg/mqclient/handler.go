@@ -36,3 +36,20 @@ func call(ctx context.Context, h Handler, m *MessageExt) (err error) {
 	}()
 	return h(ctx, m)
 }
+
+// BatchHandler processes up to WithConsumeBatchSize messages of one queue
+// at once, in queue order (see SubscribeBatch). Returning nil acknowledges
+// every message of the batch; returning an error asks for the redelivery
+// of every one of them, so a handler must be idempotent per message. It
+// owns msgs and may keep them. ctx and panics behave as for Handler.
+type BatchHandler func(ctx context.Context, msgs []*MessageExt) error
+
+// callBatch runs h, turning a panic into a *PanicError.
+func callBatch(ctx context.Context, h BatchHandler, msgs []*MessageExt) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, msgs)
+}

@@ -76,6 +76,7 @@ type settings struct {
 	allocate          AllocateStrategy
 	concurrency       int
 	pullBatchSize     int
+	consumeBatchSize  int
 	maxCachedCount    int
 	maxCachedBytes    int
 	maxReconsumeTimes int
@@ -111,6 +112,7 @@ func defaultSettings() settings {
 		allocate:          AllocateAveragely(),
 		concurrency:       20,
 		pullBatchSize:     32,
+		consumeBatchSize:  1,
 		maxCachedCount:    1024,
 		maxCachedBytes:    64 << 20,
 		maxReconsumeTimes: 16,
@@ -145,6 +147,8 @@ func (s *settings) validate() error {
 		return bad("concurrency %d <= 0", s.concurrency)
 	case s.pullBatchSize <= 0 || s.pullBatchSize > 1024:
 		return bad("pull batch size %d not in [1, 1024]", s.pullBatchSize)
+	case s.consumeBatchSize <= 0 || s.consumeBatchSize > 1024:
+		return bad("consume batch size %d not in [1, 1024]", s.consumeBatchSize)
 	case s.maxCachedCount <= 0 || s.maxCachedBytes <= 0:
 		return bad("cache limits must be positive")
 	case s.maxMessageSize <= 0:
@@ -285,6 +289,12 @@ func WithConcurrency(n int) Option { return func(s *settings) { s.concurrency = 
 // WithPullBatchSize sets the most messages asked for per pull. Default 32.
 // Consumer.
 func WithPullBatchSize(n int) Option { return func(s *settings) { s.pullBatchSize = n } }
+
+// WithConsumeBatchSize sets the most messages a BatchHandler gets per call
+// (RocketMQ's consumeMessageBatchMaxSize), at most 1024. Batches are cut
+// from one pull, so WithPullBatchSize bounds them too. Handlers registered
+// with Subscribe always get one message. Default 1. Consumer.
+func WithConsumeBatchSize(n int) Option { return func(s *settings) { s.consumeBatchSize = n } }
 
 // WithFlowControl bounds the messages (count and body bytes) held per
 // queue, pulled but not yet finished; pulling pauses above them. Defaults

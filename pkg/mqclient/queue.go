@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +25,9 @@ type processQueue struct {
 	base      int64 // commit offset when nothing is pending
 	nextPull  int64
 	lastSaved int64
-	brokerID  int64 // suggested broker for the next pull
-	keys      map[string][]*MessageExt
-	busy      map[string]bool
+	brokerID  int64                  // suggested broker for the next pull
+	keys      map[string][]lineEntry // ordered: per-key messages not yet started
+	busy      map[string]bool        // ordered: keys with a running task
 	locked    bool
 	lockUntil time.Time
 
@@ -36,8 +37,16 @@ type processQueue struct {
 	space    chan struct{} // signalled when messages finish (flow control)
 }
 
+// lineEntry is a message waiting in its key's line, with the subscription
+// whose handler takes it (resolved at dispatch, outside pq.mu, because
+// looking it up takes pc.mu, which is ordered before pq.mu).
+type lineEntry struct {
+	m   *MessageExt
+	sub *subscription
+}
+
 func newProcessQueue(q Queue, sub *subscription) *processQueue {
-	return &processQueue{q: q, sub: sub, pending: map[int64]*MessageExt{}, keys: map[string][]*MessageExt{},
+	return &processQueue{q: q, sub: sub, pending: map[int64]*MessageExt{}, keys: map[string][]lineEntry{},
 		busy: map[string]bool{}, dropped: make(chan struct{}), space: make(chan struct{}, 1), lastSaved: -1}
 }
 
@@ -119,12 +128,14 @@ func (pq *processQueue) lockValid() bool {
 	return pq.locked && time.Now().Before(pq.lockUntil)
 }
 
-// finish removes a handled message.
-func (pq *processQueue) finish(m *MessageExt) {
+// finish removes handled messages.
+func (pq *processQueue) finish(msgs ...*MessageExt) {
 	pq.mu.Lock()
-	if _, ok := pq.pending[m.QueueOffset]; ok {
-		delete(pq.pending, m.QueueOffset)
-		pq.bytes -= len(m.Body)
+	for _, m := range msgs {
+		if _, ok := pq.pending[m.QueueOffset]; ok {
+			delete(pq.pending, m.QueueOffset)
+			pq.bytes -= len(m.Body)
+		}
 	}
 	pq.mu.Unlock()
 	select {
@@ -270,46 +281,77 @@ func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 	return nil
 }
 
-// dispatch starts handlers for newly pulled messages. Concurrent
-// consumers start one task per message; ordered ones append to the
-// message's key line and start it if idle.
+// dispatch starts handlers for newly pulled messages (all of pq's queue,
+// in queue order). Concurrent consumers start one task per batch: a run of
+// consecutive messages for the same subscription, one message long unless
+// it has a BatchHandler. Ordered ones append to the messages' key lines
+// and start a task for each idle key.
 func (pc *PushConsumer) dispatch(pq *processQueue, msgs []*MessageExt) {
 	if !pc.s.ordered {
-		for _, m := range msgs {
+		for len(msgs) > 0 {
+			sub := pc.target(pq, msgs[0])
+			n, i := min(pc.batchSize(sub), len(msgs)), 1
+			for i < n && pc.target(pq, msgs[i]) == sub {
+				i++
+			}
+			batch := msgs[:i:i]
+			msgs = msgs[i:]
 			pq.tasks.Add(1)
-			go pc.runConcurrent(pq, m, 0)
+			go pc.runConcurrent(pq, sub, batch)
 		}
 		return
 	}
+	entries := make([]lineEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = lineEntry{m: m, sub: pc.target(pq, m)}
+	}
 	pq.mu.Lock()
-	var start []*MessageExt
-	for _, m := range msgs {
-		k := m.Key()
-		if pq.busy[k] {
-			pq.keys[k] = append(pq.keys[k], m)
-			continue
+	var start []string
+	for _, e := range entries {
+		k := e.m.Key()
+		pq.keys[k] = append(pq.keys[k], e)
+		if !pq.busy[k] {
+			pq.busy[k] = true
+			start = append(start, k)
 		}
-		pq.busy[k] = true
-		start = append(start, m)
 	}
 	pq.mu.Unlock()
-	for _, m := range start {
+	for _, k := range start {
 		pq.tasks.Add(1)
-		go pc.runOrdered(pq, m, 0)
+		go pc.runOrdered(pq, k)
 	}
 }
 
-// handlerFor returns the handler of m's (original) topic.
-func (pc *PushConsumer) handlerFor(pq *processQueue, m *MessageExt) Handler {
-	if pq.sub.handler != nil {
-		return pq.sub.handler
+// target returns the subscription whose handler takes m: pq's own, or for
+// the retry topic the one of m's original topic (nil if there is none).
+func (pc *PushConsumer) target(pq *processQueue, m *MessageExt) *subscription {
+	if pq.sub.handler != nil || pq.sub.batch != nil {
+		return pq.sub
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if s := pc.subs[m.Topic]; s != nil {
-		return s.handler
+	return pc.subs[m.Topic]
+}
+
+// batchSize is the most messages one call of sub's handler takes.
+func (pc *PushConsumer) batchSize(sub *subscription) int {
+	if sub != nil && sub.batch != nil {
+		return pc.s.consumeBatchSize
 	}
-	return nil
+	return 1
+}
+
+// consume runs sub's handler on msgs: all of them for a BatchHandler, the
+// only one for a Handler. The handler gets its own slice, so that one
+// that keeps it cannot see the retry bookkeeping.
+func (pc *PushConsumer) consume(sub *subscription, msgs []*MessageExt) error {
+	switch {
+	case sub != nil && sub.batch != nil:
+		return callBatch(pc.handlerCtx, sub.batch, slices.Clone(msgs))
+	case sub != nil && sub.handler != nil:
+		return call(pc.handlerCtx, sub.handler, msgs[0])
+	}
+	return fmt.Errorf("mqclient: no handler for topic %s", msgs[0].Topic)
 }
 
 // acquire takes a handler slot; false if the queue was dropped meanwhile.
@@ -346,102 +388,136 @@ func (pq *processQueue) sleep(d time.Duration) bool {
 	}
 }
 
-// runConcurrent handles one message of a concurrent consumer until it is
-// acknowledged, sent back, or its queue is dropped (then it stays pending
-// and is redelivered to the queue's next owner).
-func (pc *PushConsumer) runConcurrent(pq *processQueue, m *MessageExt, attempt int) {
+// runConcurrent handles one batch of a concurrent consumer (one handler
+// slot for the whole batch) until every message is acknowledged or sent
+// back, or its queue is dropped (then the rest stay pending and are
+// redelivered to the queue's next owner). A failed batch is sent back
+// message by message; the ones the broker refused are retried locally,
+// together, after a backoff.
+func (pc *PushConsumer) runConcurrent(pq *processQueue, sub *subscription, msgs []*MessageExt) {
 	defer pq.tasks.Done()
-	for {
+	for attempt := 0; ; attempt++ {
 		if !pc.acquire(pq) {
 			return
 		}
-		h := pc.handlerFor(pq, m)
-		var err error
-		if h == nil {
-			err = fmt.Errorf("mqclient: no handler for topic %s", m.Topic)
-		} else {
-			err = call(pc.handlerCtx, h, m)
-		}
+		err := pc.consume(sub, msgs)
 		<-pc.sem
 		if err == nil {
-			pq.finish(m)
+			pq.finish(msgs...)
 			return
 		}
 		if pc.s.model == Broadcasting {
-			pc.s.logger.Warn("mqclient: broadcast message failed, dropped", "msgId", m.MsgID, "err", err)
-			pq.finish(m)
+			for _, m := range msgs {
+				pc.s.logger.Warn("mqclient: broadcast message failed, dropped", "msgId", m.MsgID, "err", err)
+			}
+			pq.finish(msgs...)
 			return
 		}
-		if serr := pc.sendBack(pc.handlerCtx, m, 0); serr == nil {
+		var left []*MessageExt
+		for _, m := range msgs {
+			if serr := pc.sendBack(pc.handlerCtx, m, 0); serr != nil {
+				pc.s.logger.Debug("mqclient: send back failed, retrying locally", "msgId", m.MsgID, "err", serr)
+				left = append(left, m)
+				continue
+			}
 			pq.finish(m)
-			return
-		} else {
-			pc.s.logger.Debug("mqclient: send back failed, retrying locally", "msgId", m.MsgID, "err", serr)
 		}
+		if len(left) == 0 {
+			return
+		}
+		msgs = left
 		if !pq.sleep(pc.backoff(attempt)) {
 			return
 		}
-		attempt++
-		m.ReconsumeTimes++
+		for _, m := range msgs {
+			m.ReconsumeTimes++
+		}
 	}
 }
 
-// runOrdered handles the head message of a key line, retrying it in place
-// until success or the DLQ, then starts the key's next message.
-func (pc *PushConsumer) runOrdered(pq *processQueue, m *MessageExt, attempt int) {
+// runOrdered works through key k's line, one batch at a time, until the
+// line is empty (the key is then idle again) or the queue is dropped.
+func (pc *PushConsumer) runOrdered(pq *processQueue, k string) {
 	defer pq.tasks.Done()
 	for {
+		msgs, sub := pc.nextOrdered(pq, k)
+		if msgs == nil || !pc.consumeOrdered(pq, sub, msgs) {
+			return
+		}
+	}
+}
+
+// nextOrdered takes the head of k's line and the messages after it that
+// go to the same handler, up to its batch size. With none left, or the
+// queue dropped, it marks k idle and returns nil.
+func (pc *PushConsumer) nextOrdered(pq *processQueue, k string) ([]*MessageExt, *subscription) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	line := pq.keys[k]
+	if len(line) == 0 || pq.isDropped() {
+		delete(pq.busy, k)
+		return nil, nil
+	}
+	sub := line[0].sub
+	n, i := min(pc.batchSize(sub), len(line)), 1
+	for i < n && line[i].sub == sub {
+		i++
+	}
+	msgs := make([]*MessageExt, i)
+	for j := range msgs {
+		msgs[j] = line[j].m
+	}
+	if i == len(line) {
+		delete(pq.keys, k)
+	} else {
+		pq.keys[k] = line[i:]
+	}
+	return msgs, sub
+}
+
+// consumeOrdered handles one batch of a key in place, retrying it whole
+// with backoff until success or, after WithMaxReconsumeTimes attempts,
+// the DLQ. It reports false if the queue was dropped first; unfinished
+// messages then stay pending.
+func (pc *PushConsumer) consumeOrdered(pq *processQueue, sub *subscription, msgs []*MessageExt) bool {
+	for attempt := 1; ; attempt++ {
 		for !pq.lockValid() {
 			if !pq.sleep(100 * time.Millisecond) {
-				return
+				return false
 			}
 		}
 		if !pc.acquire(pq) {
-			return
+			return false
 		}
-		h := pc.handlerFor(pq, m)
-		var err error
-		if h == nil {
-			err = fmt.Errorf("mqclient: no handler for topic %s", m.Topic)
-		} else {
-			err = call(pc.handlerCtx, h, m)
-		}
+		err := pc.consume(sub, msgs)
 		<-pc.sem
 		if err == nil {
-			break
+			pq.finish(msgs...)
+			return true
 		}
-		attempt++
 		if attempt >= pc.s.maxReconsumeTimes {
-			serr := pc.sendBack(pc.handlerCtx, m, -1)
-			if serr == nil {
+			// In queue order, and stopping at the first refusal: a later
+			// message of the key never leaves before an earlier one.
+			sent := 0
+			for _, m := range msgs {
+				if serr := pc.sendBack(pc.handlerCtx, m, -1); serr != nil {
+					pc.s.logger.Warn("mqclient: ordered message: DLQ send failed, retrying", "msgId", m.MsgID, "err", serr)
+					break
+				}
 				pc.s.logger.Warn("mqclient: ordered message sent to DLQ", "msgId", m.MsgID, "key", m.Key(), "err", err)
-				break
+				pq.finish(m)
+				sent++
 			}
-			pc.s.logger.Warn("mqclient: ordered message: DLQ send failed, retrying", "msgId", m.MsgID, "err", serr)
+			if msgs = msgs[sent:]; len(msgs) == 0 {
+				return true
+			}
 		}
 		if !pq.sleep(pc.backoff(attempt - 1)) {
-			return
+			return false
 		}
-		m.ReconsumeTimes++
-	}
-	pq.finish(m)
-	k := m.Key()
-	pq.mu.Lock()
-	var next *MessageExt
-	if line := pq.keys[k]; len(line) > 0 && !pq.isDropped() {
-		next = line[0]
-		if len(line) == 1 {
-			delete(pq.keys, k)
-		} else {
-			pq.keys[k] = line[1:]
+		for _, m := range msgs {
+			m.ReconsumeTimes++
 		}
-		pq.tasks.Add(1)
-	} else {
-		delete(pq.busy, k)
-	}
-	pq.mu.Unlock()
-	if next != nil {
-		go pc.runOrdered(pq, next, 0)
 	}
 }
 
