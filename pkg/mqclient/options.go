@@ -59,6 +59,7 @@ type settings struct {
 	heartbeatInterval time.Duration
 
 	// producer
+	producerTopics []string
 	producerGroup  string
 	sendTimeout    time.Duration
 	retries        int
@@ -224,6 +225,16 @@ func WithHeartbeatInterval(d time.Duration) Option {
 // WithProducerGroup sets the producer group. It matters for transaction
 // check-backs. Default "DEFAULT_PRODUCER". Producer.
 func WithProducerGroup(g string) Option { return func(s *settings) { s.producerGroup = g } }
+
+// WithTopics names the topics a producer will send to. Start fetches their
+// routes and heartbeats their brokers at once, so a transactional producer
+// receives check-backs for half messages of an earlier instance of its
+// group before it sends anything itself (a restarted service). Unknown
+// topics are logged, not fatal. Default: none (brokers are learned on the
+// first send).
+func WithTopics(topics ...string) Option {
+	return func(s *settings) { s.producerTopics = append(s.producerTopics, topics...) }
+}
 
 // WithSendTimeout bounds each send attempt. Default 3 s. Producer.
 func WithSendTimeout(d time.Duration) Option { return func(s *settings) { s.sendTimeout = d } }

@@ -92,6 +92,14 @@ func (p *Producer) Start(ctx context.Context) error {
 		return ErrStarted
 	}
 	p.c.start()
+	if len(p.s.producerTopics) > 0 {
+		for _, t := range p.s.producerTopics {
+			if _, err := p.c.route(ctx, t, false); err != nil {
+				p.c.log.Warn("mqclient: route of a declared topic", "topic", t, "err", err)
+			}
+		}
+		p.c.sendHeartbeats(ctx)
+	}
 	return nil
 }
 

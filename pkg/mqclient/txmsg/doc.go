@@ -87,10 +87,12 @@
 //
 // # Limits
 //
-//   - The check-back must reach an instance that knows the broker: the
-//     mqclient producer heartbeats only to brokers of topics it has sent to,
-//     so a freshly started instance answers check-backs only after its first
-//     Send (other live instances of the group answer meanwhile).
+//   - The check-back must reach an instance that knows the broker. Pass
+//     WithProducerOptions(mqclient.WithTopics(topics...)) so that a freshly
+//     started (or restarted) instance heartbeats the brokers of its topics
+//     at Start and answers check-backs of half messages left by a crashed
+//     instance before it sends anything itself; without it, an instance
+//     learns its brokers on its first Send.
 //   - Isolation: the fence relies on InnoDB's unique-key locking; it works
 //     under REPEATABLE READ and READ COMMITTED. Other databases are not
 //     supported.
