@@ -1,0 +1,104 @@
+package idempotent
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/middleware"
+)
+
+// End to end through a real broker with every delivery duplicated
+// (middleware.Duplicate) and every fifth event sent twice by the producer
+// (new message id, same key): every effect exactly once.
+func TestEndToEndDuplicateEveryDelivery(t *testing.T) {
+	f := newFixture(t)
+	ns := nameservertest.Start(t)
+	brokertest.Start(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	common := []mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
+		mqclient.WithRouteRefreshInterval(time.Second), mqclient.WithHeartbeatInterval(time.Second),
+		mqclient.WithRebalanceInterval(500 * time.Millisecond), mqclient.WithPollTimeout(2 * time.Second)}
+
+	admin, err := mqclient.NewAdmin(common...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Shutdown(context.Background())
+	topic := fmt.Sprintf("idem-%d", time.Now().UnixNano()%1e6)
+	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	var acked atomic.Int64
+	h := f.consumer(t, f.rdb, Options{Group: "e2e"}).Wrap(transfer)
+	count := func(next mqclient.Handler) mqclient.Handler {
+		return func(ctx context.Context, m *mqclient.MessageExt) error {
+			err := next(ctx, m)
+			if err == nil {
+				acked.Add(1)
+			}
+			return err
+		}
+	}
+	c, err := mqclient.NewPushConsumer("e2e", append(common, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithMiddleware(count, middleware.Duplicate()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, "*", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
+
+	p, err := mqclient.NewProducer(common...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	const n = 50
+	var keys []string
+	sent := 0
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("order-%d", i)
+		keys = append(keys, key)
+		copies := 1
+		if i%5 == 0 {
+			copies = 2 // producer retry: a new message id, the same event
+		}
+		for j := 0; j < copies; j++ {
+			if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Keys: []string{key}, Body: []byte(`{"amount":10}`)}); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+	}
+	for acked.Load() < int64(sent) {
+		if ctx.Err() != nil {
+			t.Fatalf("acked %d of %d messages", acked.Load(), sent)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.checkInvariant(t, keys)
+	if hits := f.metric("dedup_hits_total", "group", "e2e"); hits < float64(sent) {
+		t.Errorf("dedup hits %v, want >= %d (every duplicated delivery)", hits, sent)
+	}
+}

@@ -1,0 +1,111 @@
+package idempotent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis keys of one (group, handler, key), hashed so that any business key
+// is a safe key and both share a cluster slot (hash tag):
+//
+//	<prefix>:{<sha256(group NUL handler NUL key)[:16] hex>}:claim   token, PX ClaimTTL
+//	<prefix>:{<...>}:done                                           fingerprint hex, PX DoneTTL
+type redisKeys struct{ claim, done string }
+
+func keysFor(prefix, group, handler, key string) redisKeys {
+	h := sha256.Sum256([]byte(group + "\x00" + handler + "\x00" + key))
+	base := prefix + ":{" + hex.EncodeToString(h[:16]) + "}:"
+	return redisKeys{claim: base + "claim", done: base + "done"}
+}
+
+// begin: if done exists return {1, done}; else SET claim NX PX and return
+// {2, ""} when taken, {3, ""} when another delivery holds it.
+var beginScript = redis.NewScript(`
+local d = redis.call('GET', KEYS[2])
+if d then return {1, d} end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, ''} end
+return {3, ''}
+`)
+
+// finish: set done (only called after the effect committed) and release
+// our claim; returns 0 when the claim was no longer ours (expired).
+var finishScript = redis.NewScript(`
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+return 0
+`)
+
+// release: delete the claim if it is still ours.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+type beginResult int
+
+const (
+	beginDone beginResult = iota + 1
+	beginClaimed
+	beginBusy
+)
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (c *Consumer) redisCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.RedisTimeout > 0 {
+		return context.WithTimeout(ctx, c.opts.RedisTimeout)
+	}
+	return ctx, func() {}
+}
+
+func (c *Consumer) begin(ctx context.Context, k redisKeys, token string) (beginResult, string, error) {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	v, err := beginScript.Run(rctx, c.rdb, []string{k.claim, k.done}, token, c.opts.ClaimTTL.Milliseconds()).Slice()
+	if err != nil {
+		return 0, "", err
+	}
+	if len(v) != 2 {
+		return 0, "", fmt.Errorf("idempotent: unexpected redis reply %v", v)
+	}
+	code, _ := v[0].(int64)
+	s, _ := v[1].(string)
+	return beginResult(code), s, nil
+}
+
+// finish marks k done with fp and releases the claim; reports whether the
+// claim was still ours.
+func (c *Consumer) finish(ctx context.Context, k redisKeys, token, fp string) (bool, error) {
+	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	n, err := finishScript.Run(rctx, c.rdb, []string{k.claim, k.done}, token, fp, c.opts.DoneTTL.Milliseconds()).Int()
+	return n == 1, err
+}
+
+func (c *Consumer) release(ctx context.Context, k redisKeys, token string) error {
+	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	err := releaseScript.Run(rctx, c.rdb, []string{k.claim}, token).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+// markDone sets the done marker (after a database duplicate hit, so that
+// the next duplicate is answered by Redis).
+func (c *Consumer) markDone(ctx context.Context, k redisKeys, fp string) error {
+	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	return c.rdb.Set(rctx, k.done, fp, c.opts.DoneTTL).Err()
+}
