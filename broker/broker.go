@@ -213,10 +213,19 @@ func (b *Broker) housekeeping() {
 	defer flush.Stop()
 	scan := time.NewTicker(10 * time.Second)
 	defer scan.Stop()
+	// A slave that registered before its master knows no master yet: it
+	// registers again every 2 s until the NameServers name one, instead of
+	// waiting for the next 30 s round.
+	findMaster := time.NewTicker(2 * time.Second)
+	defer findMaster.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
+		case <-findMaster.C:
+			if m, _ := b.masterAddr.Load().(string); !b.opts.IsMaster() && m == "" && b.registry != nil {
+				b.registry.Trigger()
+			}
 		case <-flush.C:
 			if err := b.offsets.Persist(); err != nil {
 				b.log.Error("persist consumer offsets", "err", err)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tidemq/tide/pkg/remoting"
 	"io"
 	"log/slog"
 	"os"
@@ -53,8 +54,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, started func(addr
 	confFile := fs.String("c", "", "broker.conf `file` (Java properties with RocketMQ key names)")
 	namesrv := fs.String("n", "", "NameServer `addresses`, ';'-separated (overrides namesrvAddr)")
 	level := fs.String("loglevel", "info", "log `level`: debug, info, warn or error")
+	healthcheck := fs.String("healthcheck", "", "probe the daemon at `host:port` and exit 0 if it answers (container healthchecks)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *healthcheck != "" {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		return remoting.Probe(ctx, *healthcheck)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))

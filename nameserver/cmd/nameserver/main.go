@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tidemq/tide/pkg/remoting"
 	"io"
 	"log/slog"
 	"os"
@@ -49,8 +50,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, started func(addr
 	confFile := fs.String("c", "", "properties `file` with RocketMQ key names (listenPort, bindAddress, kvConfigPath, ...)")
 	port := fs.String("p", "", "listen `port` (overrides listenPort; default 9876)")
 	bind := fs.String("b", "", "bind `address` (overrides bindAddress; default 0.0.0.0)")
+	healthcheck := fs.String("healthcheck", "", "probe the daemon at `host:port` and exit 0 if it answers (container healthchecks)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *healthcheck != "" {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		return remoting.Probe(ctx, *healthcheck)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))

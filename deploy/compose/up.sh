@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `make up`: builds what is missing (offline images for MariaDB and Redis
+# when no registry is reachable, our daemons' FROM scratch images), starts
+# the compose stack, waits until every container is healthy and prints the
+# endpoints. PROFILE=2m2s adds the second master/slave pair.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+compose() {
+	if docker compose version >/dev/null 2>&1; then docker compose -p tide "$@"; else docker-compose -p tide "$@"; fi
+}
+docker info >/dev/null 2>&1 || { echo "up: the Docker Engine does not answer (docker info failed)" >&2; exit 1; }
+docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=0
+
+if ! docker image inspect "${MARIADB_IMAGE:-mariadb:10.11}" "${REDIS_IMAGE:-redis:7.0}" >/dev/null 2>&1; then
+	if ! docker pull -q "${MARIADB_IMAGE:-mariadb:10.11}" >/dev/null 2>&1 || ! docker pull -q "${REDIS_IMAGE:-redis:7.0}" >/dev/null 2>&1; then
+		echo "up: no registry reachable: building local MariaDB and Redis images (a few minutes, once)"
+		../images/bootstrap.sh
+	fi
+fi
+../images/build-apps.sh
+
+profile=()
+[ -n "${PROFILE:-}" ] && profile=(--profile "$PROFILE")
+compose "${profile[@]}" up -d
+
+echo "up: waiting for every container to be healthy"
+deadline=$((SECONDS + ${UP_TIMEOUT:-240}))
+while :; do
+	ids=$(compose "${profile[@]}" ps -q)
+	pending=0
+	for id in $ids; do
+		st=$(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$id")
+		case "$st" in healthy|running) ;; *) pending=$((pending + 1)) ;; esac
+	done
+	[ "$pending" -eq 0 ] && [ -n "$ids" ] && break
+	if [ $SECONDS -ge $deadline ]; then
+		compose "${profile[@]}" ps
+		echo "up: not healthy after ${UP_TIMEOUT:-240}s; logs: docker-compose -p tide logs" >&2
+		exit 1
+	fi
+	sleep 2
+done
+compose "${profile[@]}" ps
+cat <<MSG
+
+Tide is up:
+  NameServers   127.0.0.1:${NAMESRV1_PORT:-9876} and 127.0.0.1:${NAMESRV2_PORT:-9877} (in the network: 172.28.0.11:9876;172.28.0.12:9876)
+  broker-a      172.28.0.21:10911 (master, SYNC_MASTER), slave 172.28.0.22:10911
+  metrics       http://127.0.0.1:${BROKER_A_METRICS_PORT:-5557}/metrics (broker-a)
+  MariaDB       127.0.0.1:${MARIADB_PORT:-3306} (user tide)   Redis  127.0.0.1:${REDIS_PORT:-6379}
+Stop with: make down
+MSG
