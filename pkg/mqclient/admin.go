@@ -373,3 +373,19 @@ func isUserProperty(k string) bool {
 	}
 	return true
 }
+
+// TopicRoute returns topic's route as the NameServers report it. The
+// error wraps ErrTopicNotFound when no NameServer knows the topic.
+func (a *Admin) TopicRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	return a.c.queryRoute(ctx, topic)
+}
+
+// Invoke sends req to the broker or NameServer at addr and returns its
+// answer, for admin requests this client has no method for (topic and
+// consume stats, Tide's extension codes). The response code is not
+// checked (use resp.Err()), except REQUEST_CODE_NOT_SUPPORTED, which
+// returns an error wrapping ErrNotSupported. The call is bounded by
+// WithRequestTimeout and ctx.
+func (a *Admin) Invoke(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error) {
+	return a.c.invoke(ctx, addr, req, a.s.requestTimeout)
+}

@@ -2,11 +2,13 @@ package mqclient_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 func TestAdminTopicsAndProgress(t *testing.T) {
@@ -76,5 +78,35 @@ func TestAdminTopicsAndProgress(t *testing.T) {
 	topics, _ = e.admin.Topics(ctx)
 	if slices.Contains(topics, topic) {
 		t.Errorf("%s still listed after delete", topic)
+	}
+}
+
+func TestAdminTopicRouteAndInvoke(t *testing.T) {
+	e := startEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	topic := e.topic(t, 2)
+	r, err := e.admin.TopicRoute(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.BrokerDatas) != 1 || len(r.QueueDatas) != 1 || r.QueueDatas[0].ReadQueueNums != 2 {
+		t.Fatalf("route %+v", r)
+	}
+	if _, err := e.admin.TopicRoute(ctx, "no-such-topic"); !errors.Is(err, mqclient.ErrTopicNotFound) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	addr := r.BrokerDatas[0].BrokerAddrs[protocol.MasterID]
+	h := protocol.TopicHeader{Topic: topic}
+	resp, err := e.admin.Invoke(ctx, addr, protocol.NewRequest(protocol.GetTopicStatsInfo, h.Encode(), nil))
+	if err != nil || resp.Err() != nil {
+		t.Fatalf("topic stats: %v %v", err, resp.Err())
+	}
+	st, err := protocol.DecodeTopicStatsTable(resp.Body)
+	if err != nil || len(st.OffsetTable) != 2 {
+		t.Fatalf("topic stats %v %+v", err, st)
+	}
+	if _, err := e.admin.Invoke(ctx, addr, protocol.NewRequest(9999, nil, nil)); !errors.Is(err, mqclient.ErrNotSupported) {
+		t.Fatalf("unknown code: %v", err)
 	}
 }

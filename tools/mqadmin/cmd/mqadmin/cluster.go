@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// brokerRef is one broker process.
+type brokerRef struct {
+	Cluster    string `json:"cluster"`
+	BrokerName string `json:"brokerName"`
+	BrokerID   int64  `json:"brokerId"`
+	Addr       string `json:"addr"`
+}
+
+// brokers lists the brokers the NameServers know, sorted by cluster, name
+// and id, limited to cluster when it is set and to masters when
+// mastersOnly is set.
+func brokers(ctx context.Context, a *mqclient.Admin, cluster string, mastersOnly bool) ([]brokerRef, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []brokerRef
+	for name, bd := range ci.BrokerAddrTable {
+		if cluster != "" && bd.Cluster != cluster {
+			continue
+		}
+		for id, addr := range bd.BrokerAddrs {
+			if mastersOnly && id != protocol.MasterID {
+				continue
+			}
+			out = append(out, brokerRef{Cluster: bd.Cluster, BrokerName: name, BrokerID: id, Addr: addr})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		if x.Cluster != y.Cluster {
+			return x.Cluster < y.Cluster
+		}
+		if x.BrokerName != y.BrokerName {
+			return x.BrokerName < y.BrokerName
+		}
+		return x.BrokerID < y.BrokerID
+	})
+	if len(out) == 0 {
+		if cluster != "" {
+			return nil, fmt.Errorf("no broker in cluster %q", cluster)
+		}
+		return nil, fmt.Errorf("the NameServers know no broker")
+	}
+	return out, nil
+}
+
+// targets resolves -b addr / -c cluster into the brokers to ask. An
+// explicit address is used as is.
+func targets(ctx context.Context, a *mqclient.Admin, addr, cluster string, mastersOnly bool) ([]brokerRef, error) {
+	if addr != "" {
+		return []brokerRef{{Addr: addr, BrokerID: -1}}, nil
+	}
+	return brokers(ctx, a, cluster, mastersOnly)
+}
+
+func runClusterList(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("clusterList", "[-c cluster]")
+	cluster := fs.String("c", "", "only this cluster")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	bs, err := brokers(ctx, a, *cluster, false)
+	if err != nil {
+		return err
+	}
+	return e.emit(co.json, bs, func(tw *tabwriter.Writer) {
+		row(tw, "#Cluster", "#BrokerName", "#BID", "#Addr")
+		for _, b := range bs {
+			row(tw, b.Cluster, b.BrokerName, b.BrokerID, b.Addr)
+		}
+	})
+}
+
+// haStatus is the body of TideHAStatus.
+type haStatus struct {
+	BrokerName   string          `json:"brokerName"`
+	BrokerID     int64           `json:"brokerId"`
+	Role         string          `json:"role"`
+	MaxPhyOffset int64           `json:"maxPhyOffset"`
+	Server       *haServerStatus `json:"server,omitempty"`
+	Client       *haClientStatus `json:"client,omitempty"`
+}
+
+type haServerStatus struct {
+	Addr      string          `json:"addr"`
+	MaxOffset int64           `json:"maxOffset"`
+	Acked     int64           `json:"acked"`
+	Slaves    []haSlaveStatus `json:"slaves"`
+}
+
+type haSlaveStatus struct {
+	Addr           string        `json:"addr"`
+	ConnectedSince time.Time     `json:"connectedSince"`
+	Ready          bool          `json:"ready"`
+	AckedOffset    int64         `json:"ackedOffset"`
+	SentOffset     int64         `json:"sentOffset"`
+	LastAck        time.Time     `json:"lastAck"`
+	LagBytes       int64         `json:"lagBytes"`
+	LagTime        time.Duration `json:"lagTimeNs"`
+}
+
+type haClientStatus struct {
+	MasterAddr     string    `json:"masterAddr"`
+	Connected      bool      `json:"connected"`
+	ConnectedSince time.Time `json:"connectedSince"`
+	MaxOffset      int64     `json:"maxOffset"`
+	LastAck        time.Time `json:"lastAck"`
+	LastReceive    time.Time `json:"lastReceive"`
+	Sessions       int64     `json:"sessions"`
+}
+
+func fetchHAStatus(ctx context.Context, a *mqclient.Admin, addr string) (*haStatus, error) {
+	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.TideHAStatus, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("replication status of %s: %w", addr, err)
+	}
+	if err := resp.Err(); err != nil {
+		return nil, fmt.Errorf("replication status of %s: %w", addr, err)
+	}
+	var st haStatus
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return nil, fmt.Errorf("replication status of %s: bad body: %w", addr, err)
+	}
+	return &st, nil
+}
+
+func fetchTopicConfigs(ctx context.Context, a *mqclient.Admin, addr string) (*protocol.TopicConfigSerializeWrapper, error) {
+	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("topic configs of %s: %w", addr, err)
+	}
+	if err := resp.Err(); err != nil {
+		return nil, fmt.Errorf("topic configs of %s: %w", addr, err)
+	}
+	var w protocol.TopicConfigSerializeWrapper
+	if err := json.Unmarshal(resp.Body, &w); err != nil {
+		return nil, fmt.Errorf("topic configs of %s: bad body: %w", addr, err)
+	}
+	return &w, nil
+}
+
+// brokerStatus is one row of brokerStatus.
+type brokerStatus struct {
+	brokerRef
+	Role          string    `json:"role,omitempty"`
+	CommitLogSize int64     `json:"commitLogMaxOffset"`
+	Topics        int       `json:"topics"`
+	Replication   *haStatus `json:"replication,omitempty"`
+	Error         string    `json:"error,omitempty"`
+}
+
+func runBrokerStatus(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("brokerStatus", "-b brokerAddr | [-c cluster]")
+	addr := fs.String("b", "", "broker address (host:port); default every broker of the cluster")
+	cluster := fs.String("c", "", "cluster name")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	ts, err := targets(ctx, a, *addr, *cluster, false)
+	if err != nil {
+		return err
+	}
+	var out []brokerStatus
+	failed := 0
+	for _, t := range ts {
+		bs := brokerStatus{brokerRef: t}
+		st, err := fetchHAStatus(ctx, a, t.Addr)
+		if err == nil {
+			var tc *protocol.TopicConfigSerializeWrapper
+			if tc, err = fetchTopicConfigs(ctx, a, t.Addr); err == nil {
+				bs.Topics = len(tc.TopicConfigTable)
+			}
+		}
+		if err != nil {
+			bs.Error = err.Error()
+			failed++
+		} else {
+			bs.BrokerName, bs.BrokerID, bs.Role, bs.CommitLogSize, bs.Replication = st.BrokerName, st.BrokerID, st.Role, st.MaxPhyOffset, st
+		}
+		out = append(out, bs)
+	}
+	err = e.emit(co.json, out, func(tw *tabwriter.Writer) {
+		row(tw, "#BrokerName", "#BID", "#Addr", "#Role", "#CommitLogMaxOffset", "#Topics", "#Replication")
+		for _, b := range out {
+			if b.Error != "" {
+				row(tw, b.BrokerName, b.BrokerID, b.Addr, "ERROR", "-", "-", b.Error)
+				continue
+			}
+			row(tw, b.BrokerName, b.BrokerID, b.Addr, b.Role, b.CommitLogSize, b.Topics, replicationSummary(b.Replication))
+		}
+	})
+	if err == nil && failed > 0 {
+		return fmt.Errorf("%d of %d brokers did not answer: %w", failed, len(out), errFailed)
+	}
+	return err
+}
+
+func replicationSummary(st *haStatus) string {
+	switch {
+	case st == nil:
+		return "-"
+	case st.Client != nil:
+		state := "disconnected"
+		if st.Client.Connected {
+			state = "connected"
+		}
+		return fmt.Sprintf("slave of %s (%s)", st.Client.MasterAddr, state)
+	case st.Server != nil:
+		var maxLag int64
+		for _, s := range st.Server.Slaves {
+			maxLag = max(maxLag, s.LagBytes)
+		}
+		return fmt.Sprintf("%d slave(s), max lag %d bytes", len(st.Server.Slaves), maxLag)
+	}
+	return "-"
+}
+
+// haRow is one line of haStatus: a master-slave link seen from one side.
+type haRow struct {
+	BrokerName string `json:"brokerName"`
+	BrokerID   int64  `json:"brokerId"`
+	Addr       string `json:"addr"`
+	Role       string `json:"role"`
+	MaxOffset  int64  `json:"maxOffset"`
+	Peer       string `json:"peer,omitempty"`
+	State      string `json:"state"`
+	AckedOff   int64  `json:"ackedOffset"`
+	LagBytes   int64  `json:"lagBytes"`
+	LagSeconds string `json:"lag"`
+}
+
+func runHAStatus(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("haStatus", "-b brokerAddr | [-c cluster]")
+	addr := fs.String("b", "", "broker address (host:port); default every broker of the cluster")
+	cluster := fs.String("c", "", "cluster name")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	ts, err := targets(ctx, a, *addr, *cluster, false)
+	if err != nil {
+		return err
+	}
+	var rows []haRow
+	var raw []*haStatus
+	for _, t := range ts {
+		st, err := fetchHAStatus(ctx, a, t.Addr)
+		if err != nil {
+			return err
+		}
+		raw = append(raw, st)
+		base := haRow{BrokerName: st.BrokerName, BrokerID: st.BrokerID, Addr: t.Addr, Role: st.Role, MaxOffset: st.MaxPhyOffset}
+		switch {
+		case st.Client != nil:
+			r := base
+			r.Peer, r.State = st.Client.MasterAddr, "disconnected"
+			if st.Client.Connected {
+				r.State = "connected"
+			}
+			r.AckedOff = st.Client.MaxOffset
+			r.LagBytes, r.LagSeconds = -1, "-"
+			rows = append(rows, r)
+		case st.Server != nil && len(st.Server.Slaves) > 0:
+			for _, s := range st.Server.Slaves {
+				r := base
+				r.Peer, r.State, r.AckedOff, r.LagBytes = s.Addr, "handshake", s.AckedOffset, s.LagBytes
+				if s.Ready {
+					r.State = "streaming"
+				}
+				r.LagSeconds = s.LagTime.Round(time.Millisecond).String()
+				rows = append(rows, r)
+			}
+		default:
+			r := base
+			r.State, r.LagSeconds = "no slave", "-"
+			rows = append(rows, r)
+		}
+	}
+	if co.json {
+		return e.emit(true, raw, nil)
+	}
+	return e.emit(false, nil, func(tw *tabwriter.Writer) {
+		row(tw, "#BrokerName", "#BID", "#Addr", "#Role", "#MaxOffset", "#Peer", "#State", "#AckedOffset", "#LagBytes", "#Lag")
+		for _, r := range rows {
+			lag := "-"
+			if r.LagBytes >= 0 {
+				lag = strconv.FormatInt(r.LagBytes, 10)
+			}
+			peer := r.Peer
+			if peer == "" {
+				peer = "-"
+			}
+			row(tw, r.BrokerName, r.BrokerID, r.Addr, r.Role, r.MaxOffset, peer, r.State, r.AckedOff, lag, r.LagSeconds)
+		}
+	})
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// progressRow is one queue of consumerProgress.
+type progressRow struct {
+	Topic          string    `json:"topic"`
+	BrokerName     string    `json:"brokerName"`
+	QueueID        int32     `json:"queueId"`
+	BrokerOffset   int64     `json:"brokerOffset"`
+	ConsumerOffset int64     `json:"consumerOffset"`
+	Lag            int64     `json:"lag"`
+	LastTimestamp  time.Time `json:"lastTimestamp"`
+}
+
+// progressView is consumerProgress's JSON output.
+type progressView struct {
+	Group      string        `json:"group"`
+	Queues     []progressRow `json:"queues"`
+	TotalLag   int64         `json:"totalLag"`
+	ConsumeTps float64       `json:"consumeTps"`
+}
+
+func runConsumerProgress(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("consumerProgress", "-g group [-t topic] [-c cluster]")
+	group := fs.String("g", "", "consumer group")
+	topic := fs.String("t", "", "only this topic (default every topic of the group)")
+	cluster := fs.String("c", "", "only the masters of this cluster")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := require("-g group", *group); err != nil {
+		return err
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	bs, err := brokers(ctx, a, *cluster, true)
+	if err != nil {
+		return err
+	}
+	v := progressView{Group: *group, Queues: []progressRow{}}
+	h := protocol.GetConsumeStatsRequestHeader{ConsumerGroup: *group, Topic: *topic}
+	for _, b := range bs {
+		resp, err := a.Invoke(ctx, b.Addr, protocol.NewRequest(protocol.GetConsumeStats, h.Encode(), nil))
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("consume stats of %s on %s: %w", *group, b.BrokerName, err)
+		}
+		st, err := protocol.DecodeConsumeStats(resp.Body)
+		if err != nil {
+			return fmt.Errorf("consume stats of %s on %s: %w", *group, b.BrokerName, err)
+		}
+		v.ConsumeTps += st.ConsumeTps
+		for q, w := range st.OffsetTable {
+			r := progressRow{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID, BrokerOffset: w.BrokerOffset,
+				ConsumerOffset: w.ConsumerOffset, Lag: max(0, w.BrokerOffset-w.ConsumerOffset), LastTimestamp: time.UnixMilli(w.LastTimestamp)}
+			v.TotalLag += r.Lag
+			v.Queues = append(v.Queues, r)
+		}
+	}
+	sort.Slice(v.Queues, func(i, j int) bool {
+		x, y := v.Queues[i], v.Queues[j]
+		if x.Topic != y.Topic {
+			return x.Topic < y.Topic
+		}
+		if x.BrokerName != y.BrokerName {
+			return x.BrokerName < y.BrokerName
+		}
+		return x.QueueID < y.QueueID
+	})
+	if len(v.Queues) == 0 {
+		return fmt.Errorf("group %s has no offsets or subscriptions on any broker", *group)
+	}
+	return e.emit(co.json, v, func(tw *tabwriter.Writer) {
+		row(tw, "#Topic", "#BrokerName", "#QID", "#BrokerOffset", "#ConsumerOffset", "#Diff", "#LastTime")
+		for _, r := range v.Queues {
+			row(tw, r.Topic, r.BrokerName, r.QueueID, r.BrokerOffset, r.ConsumerOffset, r.Lag, fmtTime(r.LastTimestamp))
+		}
+		row(tw)
+		row(tw, fmt.Sprintf("Consume TPS: %.2f", v.ConsumeTps))
+		row(tw, fmt.Sprintf("Diff Total: %d", v.TotalLag))
+	})
+}
+
+// connectionView is consumerConnection's JSON output.
+type connectionView struct {
+	Group            string                      `json:"group"`
+	Connections      []protocol.Connection       `json:"connections"`
+	Subscriptions    []protocol.SubscriptionData `json:"subscriptions"`
+	ConsumeType      string                      `json:"consumeType"`
+	MessageModel     string                      `json:"messageModel"`
+	ConsumeFromWhere string                      `json:"consumeFromWhere"`
+}
+
+// errNotOnline: no broker knows a live member of the group.
+var errNotOnline = errors.New("consumer group not online")
+
+// consumerConnections merges GET_CONSUMER_CONNECTION_LIST from every
+// master; it returns errNotOnline when no broker knows the group.
+func consumerConnections(ctx context.Context, a *mqclient.Admin, group, cluster string) (*connectionView, error) {
+	bs, err := brokers(ctx, a, cluster, true)
+	if err != nil {
+		return nil, err
+	}
+	v := &connectionView{Group: group, Connections: []protocol.Connection{}, Subscriptions: []protocol.SubscriptionData{}}
+	seenClient, seenTopic := map[string]bool{}, map[string]bool{}
+	online := false
+	h := protocol.ConsumerGroupHeader{ConsumerGroup: group}
+	for _, b := range bs {
+		resp, err := a.Invoke(ctx, b.Addr, protocol.NewRequest(protocol.GetConsumerConnectionList, h.Encode(), nil))
+		if err != nil {
+			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
+		}
+		if resp.Code == protocol.ConsumerNotOnline {
+			continue
+		}
+		if err := resp.Err(); err != nil {
+			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
+		}
+		cc, err := protocol.DecodeConsumerConnection(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
+		}
+		online = true
+		v.ConsumeType, v.MessageModel, v.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
+		for _, c := range cc.ConnectionSet {
+			if !seenClient[c.ClientID] {
+				seenClient[c.ClientID] = true
+				v.Connections = append(v.Connections, c)
+			}
+		}
+		for t, s := range cc.SubscriptionTable {
+			if !seenTopic[t] {
+				seenTopic[t] = true
+				v.Subscriptions = append(v.Subscriptions, s)
+			}
+		}
+	}
+	if !online {
+		return nil, fmt.Errorf("%w: %s", errNotOnline, group)
+	}
+	sort.Slice(v.Connections, func(i, j int) bool { return v.Connections[i].ClientID < v.Connections[j].ClientID })
+	sort.Slice(v.Subscriptions, func(i, j int) bool { return v.Subscriptions[i].Topic < v.Subscriptions[j].Topic })
+	return v, nil
+}
+
+func runConsumerConnection(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("consumerConnection", "-g group [-c cluster]")
+	group := fs.String("g", "", "consumer group")
+	cluster := fs.String("c", "", "only the masters of this cluster")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := require("-g group", *group); err != nil {
+		return err
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	v, err := consumerConnections(ctx, a, *group, *cluster)
+	if err != nil {
+		return err
+	}
+	return e.emit(co.json, v, func(tw *tabwriter.Writer) {
+		row(tw, "#ClientId", "#ClientAddr", "#Language", "#Version")
+		for _, c := range v.Connections {
+			row(tw, c.ClientID, c.ClientAddr, c.Language, c.Version)
+		}
+		row(tw)
+		row(tw, "#Topic", "#SubExpression", "#Type")
+		for _, s := range v.Subscriptions {
+			row(tw, s.Topic, s.SubString, s.ExpressionType)
+		}
+		row(tw)
+		row(tw, "ConsumeType: "+v.ConsumeType)
+		row(tw, "MessageModel: "+v.MessageModel)
+		row(tw, "ConsumeFromWhere: "+v.ConsumeFromWhere)
+	})
+}
+
+// resetRow is the outcome of resetting one queue.
+type resetRow struct {
+	BrokerName string `json:"brokerName"`
+	QueueID    int32  `json:"queueId"`
+	OldOffset  int64  `json:"oldOffset"`
+	NewOffset  int64  `json:"newOffset"`
+	Error      string `json:"error,omitempty"`
+}
+
+// runResetOffsetByTime is RocketMQ's offline reset: for every queue it
+// finds the first offset stored at or after the timestamp
+// (SEARCH_OFFSET_BY_TIMESTAMP) and commits it (UPDATE_CONSUMER_OFFSET).
+// The group's consumers must be stopped: a running consumer keeps its
+// position in memory and overwrites the reset with its next commit. It
+// therefore refuses to run while the group has online members unless
+// --allow-online is given.
+func runResetOffsetByTime(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("resetOffsetByTime", "-g group -t topic -s timestamp [-f=false] [--allow-online]")
+	group := fs.String("g", "", "consumer group")
+	topic := fs.String("t", "", "topic")
+	ts := fs.String("s", "", "timestamp: Unix ms, now, yyyy-MM-dd#HH:mm:ss:SSS or RFC 3339")
+	force := fs.Bool("f", true, "also move offsets forward; with -f=false a queue is only moved back (RocketMQ's force rollback switch)")
+	allowOnline := fs.Bool("allow-online", false, "reset even though consumers of the group are online (they will overwrite it)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := require("-g group", *group, "-t topic", *topic, "-s timestamp", *ts); err != nil {
+		return err
+	}
+	at, err := parseTime(*ts)
+	if err != nil {
+		return usagef("-s: %v", err)
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	cv, err := consumerConnections(ctx, a, *group, "")
+	switch {
+	case err == nil && len(cv.Connections) > 0 && !*allowOnline:
+		return fmt.Errorf("group %s has %d online consumer(s) (%s...): stop them first, or they overwrite the reset with their next commit (--allow-online to reset anyway)",
+			*group, len(cv.Connections), cv.Connections[0].ClientID)
+	case err != nil && !errors.Is(err, errNotOnline):
+		return err
+	}
+	r, err := a.TopicRoute(ctx, *topic)
+	if err != nil {
+		return err
+	}
+	masters := masterOf(r)
+	type target struct {
+		broker string
+		qid    int32
+	}
+	var qs []target
+	for _, qd := range r.QueueDatas {
+		if _, ok := masters[qd.BrokerName]; !ok || !protocol.PermReadable(qd.Perm) {
+			continue
+		}
+		for q := int32(0); q < qd.ReadQueueNums; q++ {
+			qs = append(qs, target{qd.BrokerName, q})
+		}
+	}
+	sort.Slice(qs, func(i, j int) bool {
+		if qs[i].broker != qs[j].broker {
+			return qs[i].broker < qs[j].broker
+		}
+		return qs[i].qid < qs[j].qid
+	})
+	if len(qs) == 0 {
+		return fmt.Errorf("topic %s has no readable queue on a master", *topic)
+	}
+	var out []resetRow
+	failed := 0
+	for i, q := range qs {
+		res := resetQueue(ctx, a, masters[q.broker], *group, *topic, q.qid, at, *force)
+		res.BrokerName = q.broker
+		if res.Error != "" {
+			failed++
+		}
+		out = append(out, res)
+		if !co.json {
+			fmt.Fprintf(e.stderr, "\r[%d/%d] reset %s queue %d", i+1, len(qs), q.broker, q.qid)
+		}
+	}
+	if !co.json {
+		fmt.Fprintln(e.stderr)
+	}
+	err = e.emit(co.json, out, func(tw *tabwriter.Writer) {
+		row(tw, "#BrokerName", "#QID", "#OldOffset", "#NewOffset", "#Result")
+		for _, r := range out {
+			result := "OK"
+			if r.Error != "" {
+				result = "FAILED: " + r.Error
+			}
+			row(tw, r.BrokerName, r.QueueID, r.OldOffset, r.NewOffset, result)
+		}
+	})
+	if err == nil && failed > 0 {
+		return fmt.Errorf("%d of %d queues were not reset: %w", failed, len(out), errFailed)
+	}
+	return err
+}
+
+func resetQueue(ctx context.Context, a *mqclient.Admin, addr, group, topic string, qid int32, at time.Time, force bool) resetRow {
+	res := resetRow{QueueID: qid, OldOffset: -1, NewOffset: -1}
+	fail := func(what string, err error) resetRow {
+		res.Error = what + ": " + err.Error()
+		return res
+	}
+	qh := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid}
+	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.QueryConsumerOffset, qh.Encode(), nil))
+	if err != nil {
+		return fail("query offset", err)
+	}
+	if resp.Code == protocol.Success {
+		var oh protocol.OffsetResponseHeader
+		if oh.Decode(resp.ExtFields) == nil {
+			res.OldOffset = oh.Offset
+		}
+	}
+	sh := protocol.SearchOffsetRequestHeader{Topic: topic, QueueID: qid, Timestamp: at.UnixMilli()}
+	resp, err = a.Invoke(ctx, addr, protocol.NewRequest(protocol.SearchOffsetByTimestamp, sh.Encode(), nil))
+	if err == nil {
+		err = resp.Err()
+	}
+	if err != nil {
+		return fail("search offset", err)
+	}
+	var oh protocol.OffsetResponseHeader
+	if err := oh.Decode(resp.ExtFields); err != nil {
+		return fail("search offset", err)
+	}
+	res.NewOffset = oh.Offset
+	if !force && res.OldOffset >= 0 && res.OldOffset <= res.NewOffset {
+		res.NewOffset = res.OldOffset // only roll back without -f
+		return res
+	}
+	uh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid, CommitOffset: res.NewOffset}
+	resp, err = a.Invoke(ctx, addr, protocol.NewRequest(protocol.UpdateConsumerOffset, uh.Encode(), nil))
+	if err == nil {
+		err = resp.Err()
+	}
+	if err != nil {
+		return fail("update offset", err)
+	}
+	return res
+}
