@@ -55,8 +55,27 @@ bench: ## run the Go benchmarks of the codec, transport and store
 	@for m in pkg/remoting broker; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
 .PHONY: generate
-generate: ## regenerate recorded client frames (needs nothing but Go)
-	@cd tools/framerecord && $(GO) run . -out ../../pkg/remoting/protocol/testdata/client-v2.1.2
+generate: ## regenerate protobuf/gRPC code (protoc), wire_gen.go files and recorded client frames (FRAMES=0 skips frames)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 1; }
+	@gengo=$$($(GO) tool -n protoc-gen-go) && gengrpc=$$($(GO) tool -n protoc-gen-go-grpc) || exit 1; \
+	for root in api $$(ls -d services/*/ 2>/dev/null); do \
+		[ -d $$root ] || continue; \
+		protos=$$(cd $$root && find . -name '*.proto' -not -path './third_party/*' | sed 's|^\./||' | sort); \
+		[ -n "$$protos" ] || continue; \
+		echo "protoc $$root"; \
+		(cd $$root && protoc -I . -I /usr/include --plugin=protoc-gen-go=$$gengo --plugin=protoc-gen-go-grpc=$$gengrpc \
+			--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. $$protos) || exit 1; \
+	done
+	@for d in $$(ls -d services/*/cmd/*/ 2>/dev/null); do \
+		[ -f $$d/wire.go ] || continue; echo "wire $$d"; (cd $$d && $(GO) tool wire gen .) || exit 1; \
+	done
+	@if [ "$(FRAMES)" != 0 ]; then cd tools/framerecord && $(GO) run . -out ../../pkg/remoting/protocol/testdata/client-v2.1.2; fi
+
+.PHONY: generate-check
+generate-check: ## fail if make generate would change committed protobuf, gRPC or wire code
+	@$(MAKE) --no-print-directory generate FRAMES=0
+	@out=$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*wire_gen.go'); \
+	if [ -n "$$out" ]; then echo "generated code is stale (run make generate and commit):"; echo "$$out"; exit 1; fi
 
 .PHONY: images
 images: ## build the local base rootfs and the MariaDB and Redis images, no registry (FORCE=1 rebuilds; deploy/images/README.md)

@@ -1,0 +1,24 @@
+//go:build wireinject
+// +build wireinject
+
+// The build tag makes sure the stub is not built in the final build.
+
+package main
+
+import (
+	"github.com/go-kratos/kratos/v2"
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/google/wire"
+
+	"github.com/tidemq/tide/services/order/internal/biz"
+	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/data"
+	"github.com/tidemq/tide/services/order/internal/server"
+	"github.com/tidemq/tide/services/order/internal/service"
+)
+
+// wireApp init kratos application.
+func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, log.Logger) (*kratos.App, func(), error) {
+	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet,
+		wire.Bind(new(server.Readiness), new(*data.Data)), newApp))
+}

@@ -1,0 +1,103 @@
+// Package data implements the biz interfaces with gorm on MariaDB/MySQL,
+// go-redis and the Tide client (pkg/mqclient): the order repository, the
+// context-carried transaction, the transactional event publisher and the
+// cancellation timer. Persistence structs are unexported and mapped to biz
+// entities; errors are translated to biz errors.
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/google/wire"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
+
+	"github.com/tidemq/tide/services/order/internal/biz"
+	"github.com/tidemq/tide/services/order/internal/conf"
+)
+
+// ProviderSet is data providers.
+var ProviderSet = wire.NewSet(NewData, NewProducer, NewOrderRepo, NewTransaction, NewEventPublisher, NewCancelTimer)
+
+// Data holds the service's connections. It is safe for concurrent use.
+type Data struct {
+	db  *gorm.DB
+	rdb *redis.Client
+	log *log.Helper
+}
+
+// NewData opens the database (running the embedded migrations unless
+// conf disables them) and the Redis client. cleanup closes both.
+func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
+	h := log.NewHelper(log.With(logger, "module", "order/data"))
+	dbc := c.GetDatabase()
+	if d := dbc.GetDriver(); d != "" && d != "mysql" {
+		return nil, nil, fmt.Errorf("data: unsupported database driver %q (want mysql)", d)
+	}
+	if dbc.GetSource() == "" {
+		return nil, nil, errors.New("data: database source is empty")
+	}
+	if dbc.Migrate == nil || dbc.GetMigrate() {
+		if err := Migrate(dbc.GetSource()); err != nil {
+			return nil, nil, err
+		}
+	}
+	db, err := gorm.Open(mysql.Open(dbc.GetSource()), &gorm.Config{
+		Logger:                 gormlogger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: open database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(50)
+	sqlDB.SetMaxIdleConns(10)
+	sqlDB.SetConnMaxLifetime(time.Hour)
+	rc := c.GetRedis()
+	rdb := redis.NewClient(&redis.Options{
+		Network:      rc.GetNetwork(),
+		Addr:         rc.GetAddr(),
+		ReadTimeout:  rc.GetReadTimeout().AsDuration(),
+		WriteTimeout: rc.GetWriteTimeout().AsDuration(),
+	})
+	d := &Data{db: db, rdb: rdb, log: h}
+	cleanup := func() {
+		if err := rdb.Close(); err != nil {
+			h.Warnf("close redis: %v", err)
+		}
+		if err := sqlDB.Close(); err != nil {
+			h.Warnf("close database: %v", err)
+		}
+	}
+	return d, cleanup, nil
+}
+
+// Ready reports whether the database and Redis answer.
+func (d *Data) Ready(ctx context.Context) error {
+	sqlDB, err := d.db.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if d.rdb.Options().Addr != "" {
+		if err := d.rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	return nil
+}
+
+// NewTransaction returns d as the biz.Transaction.
+func NewTransaction(d *Data) biz.Transaction { return d }

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS order_timeline;
+DROP TABLE IF EXISTS orders;

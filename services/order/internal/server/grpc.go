@@ -1,0 +1,32 @@
+package server
+
+import (
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/logging"
+	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/transport/grpc"
+
+	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/service"
+)
+
+// NewGRPCServer returns the gRPC server of the Order API. Kratos also
+// registers grpc.health.v1 on it.
+func NewGRPCServer(c *conf.Server, order *service.OrderService, logger log.Logger) *grpc.Server {
+	opts := []grpc.ServerOption{
+		grpc.Middleware(recovery.Recovery(), logging.Server(logger)),
+	}
+	if c.GetGrpc().GetNetwork() != "" {
+		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
+	}
+	if c.GetGrpc().GetAddr() != "" {
+		opts = append(opts, grpc.Address(c.GetGrpc().GetAddr()))
+	}
+	if c.GetGrpc().GetTimeout() != nil {
+		opts = append(opts, grpc.Timeout(c.GetGrpc().GetTimeout().AsDuration()))
+	}
+	srv := grpc.NewServer(opts...)
+	orderv1.RegisterOrderServer(srv, order)
+	return srv
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"context"
+	nethttp "net/http"
+
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/logging"
+	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/transport/http"
+
+	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/service"
+)
+
+// NewHTTPServer returns the HTTP server: the Order API routes (written by
+// hand, as protoc-gen-go-http would generate them, so Kratos middleware and
+// error encoding apply), GET /healthz (the process runs) and GET /readyz
+// (the database and Redis answer).
+func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness, logger log.Logger) *http.Server {
+	opts := []http.ServerOption{
+		http.Middleware(recovery.Recovery(), logging.Server(logger)),
+	}
+	if c.GetHttp().GetNetwork() != "" {
+		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
+	}
+	if c.GetHttp().GetAddr() != "" {
+		opts = append(opts, http.Address(c.GetHttp().GetAddr()))
+	}
+	if c.GetHttp().GetTimeout() != nil {
+		opts = append(opts, http.Timeout(c.GetHttp().GetTimeout().AsDuration()))
+	}
+	srv := http.NewServer(opts...)
+	registerOrderHTTP(srv, order)
+	srv.HandleFunc("/healthz", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	srv.HandleFunc("/readyz", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if err := ready.Ready(r.Context()); err != nil {
+			w.WriteHeader(nethttp.StatusServiceUnavailable)
+			w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return srv
+}
+
+// registerOrderHTTP maps POST /v1/orders and GET /v1/orders/{id} to the
+// service.
+func registerOrderHTTP(srv *http.Server, s orderv1.OrderServer) {
+	r := srv.Route("/")
+	r.POST("/v1/orders", func(ctx http.Context) error {
+		var in orderv1.CreateOrderRequest
+		if err := ctx.Bind(&in); err != nil {
+			return err
+		}
+		http.SetOperation(ctx, orderv1.Order_CreateOrder_FullMethodName)
+		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
+			return s.CreateOrder(ctx, req.(*orderv1.CreateOrderRequest))
+		})
+		out, err := h(ctx, &in)
+		if err != nil {
+			return err
+		}
+		return ctx.Result(200, out)
+	})
+	r.GET("/v1/orders/{id}", func(ctx http.Context) error {
+		var in orderv1.GetOrderRequest
+		if err := ctx.BindQuery(&in); err != nil {
+			return err
+		}
+		if err := ctx.BindVars(&in); err != nil {
+			return err
+		}
+		http.SetOperation(ctx, orderv1.Order_GetOrder_FullMethodName)
+		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
+			return s.GetOrder(ctx, req.(*orderv1.GetOrderRequest))
+		})
+		out, err := h(ctx, &in)
+		if err != nil {
+			return err
+		}
+		return ctx.Result(200, out)
+	})
+}

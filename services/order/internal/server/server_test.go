@@ -1,0 +1,372 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	nethttp "net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kerrors "github.com/go-kratos/kratos/v2/errors"
+	"github.com/go-kratos/kratos/v2/log"
+	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	eventv1 "github.com/tidemq/tide/api/event/v1"
+	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/order/internal/biz"
+	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/data"
+	"github.com/tidemq/tide/services/order/internal/service"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.Cleanup()
+	os.Exit(code)
+}
+
+// stack is the order service wired as cmd/order wires it, against a real
+// in-process NameServer and broker, MariaDB and Redis.
+type stack struct {
+	namesrv  string
+	httpBase string
+	grpc     orderv1.OrderClient
+
+	mu     sync.Mutex
+	events []*mqclient.MessageExt // seen on order-events
+}
+
+func startStack(t *testing.T, cancelAfter time.Duration) *stack {
+	t.Helper()
+	logger := log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelWarn))
+	if os.Getenv("TIDE_TEST_LOG") == "" {
+		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	ns := nameservertest.Start(t)
+	brokertest.Start(t, ns)
+	db := testenv.MariaDB(t)
+	rdb := testenv.Redis(t)
+
+	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Driver: "mysql", Source: db.DSN},
+		Redis: &conf.Data_Redis{Addr: rdb.Addr()}}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	mq := &conf.MQ{NamesrvAddr: ns}
+	p, cleanup2, err := data.NewProducer(mq, d, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup2)
+	oc := &conf.Order{CancelAfter: durationpb.New(cancelAfter), SweepInterval: durationpb.New(time.Second)}
+	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), d, data.NewEventPublisher(d, p, logger),
+		data.NewCancelTimer(p), oc, logger)
+	svc := service.NewOrderService(uc)
+	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	hs := NewHTTPServer(sc, svc, d, logger)
+	gs := NewGRPCServer(sc, svc, logger)
+	cons := NewConsumer(mq, uc, logger)
+	sw := NewSweeper(oc, uc, logger)
+
+	ctx := context.Background()
+	for _, srv := range []interface {
+		Start(context.Context) error
+		Stop(context.Context) error
+	}{hs, gs, cons, sw} {
+		go srv.Start(ctx)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.Stop(ctx)
+		})
+	}
+	hu, err := hs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gu, err := gs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := kgrpc.DialInsecure(ctx, kgrpc.WithEndpoint(gu.Host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s := &stack{namesrv: ns, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn)}
+	waitFor(t, "HTTP /readyz", func() bool {
+		resp, err := nethttp.Get(s.httpBase + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+
+	// A consumer standing in for inventory and payment: it records
+	// order-events.
+	c, err := mqclient.NewPushConsumer("test-order-events", mqclient.WithNameServers(ns),
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithOrdered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(eventv1.TopicOrderEvents, "*", func(_ context.Context, m *mqclient.MessageExt) error {
+		s.mu.Lock()
+		s.events = append(s.events, m)
+		s.mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Shutdown(ctx)
+	})
+	return s
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tags returns the tags of the order-events seen for an order.
+func (s *stack) tags(orderID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.events {
+		if m.ShardingKey == orderID || (len(m.Keys) > 0 && m.Keys[0] == orderID) {
+			out = append(out, m.Tag)
+		}
+	}
+	return out
+}
+
+func (s *stack) publish(t *testing.T, topic string, ev eventv1.Event) {
+	t.Helper()
+	p, err := mqclient.NewProducer(mqclient.WithNameServers(s.namesrv), mqclient.WithProducerGroup("test-producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(ctx)
+	body, err := eventv1.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Tag: eventv1.Tag(ev), Keys: []string{ev.GetOrderId()},
+		ShardingKey: ev.GetOrderId(), Body: body}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *stack) httpGet(t *testing.T, id string) (*orderv1.GetOrderReply, int) {
+	t.Helper()
+	resp, err := nethttp.Get(s.httpBase + "/v1/orders/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, resp.StatusCode
+	}
+	var out orderv1.GetOrderReply
+	if err := protojson.Unmarshal(b, &out); err != nil {
+		t.Fatalf("GET body %s: %v", b, err)
+	}
+	return &out, 200
+}
+
+func (s *stack) httpCreate(t *testing.T, body string) (*orderv1.CreateOrderReply, int, string) {
+	t.Helper()
+	resp, err := nethttp.Post(s.httpBase+"/v1/orders", "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, resp.StatusCode, string(b)
+	}
+	var out orderv1.CreateOrderReply
+	if err := protojson.Unmarshal(b, &out); err != nil {
+		t.Fatalf("POST body %s: %v", b, err)
+	}
+	return &out, 200, string(b)
+}
+
+func TestServerHTTPAndGRPC(t *testing.T) {
+	s := startStack(t, time.Hour)
+	ctx := context.Background()
+
+	t.Run("health", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp, err := nethttp.Get(s.httpBase + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d", path, resp.StatusCode)
+			}
+		}
+	})
+
+	t.Run("bad requests", func(t *testing.T) {
+		tests := []struct {
+			name, body string
+			code       int
+			reason     string
+		}{
+			{"no items", `{"user_id":"u1","items":[]}`, 400, biz.ReasonInvalidArgument},
+			{"no user", `{"items":[{"product_id":"p1","quantity":1}]}`, 400, biz.ReasonInvalidArgument},
+			{"bad json", `{"user_id":`, 400, "CODEC"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				_, code, body := s.httpCreate(t, tt.body)
+				if code != tt.code || !strings.Contains(body, tt.reason) {
+					t.Fatalf("code %d body %s, want %d %s", code, body, tt.code, tt.reason)
+				}
+			})
+		}
+		if _, code := s.httpGet(t, "no-such-order"); code != 404 {
+			t.Fatalf("GET unknown: %d", code)
+		}
+		_, err := s.grpc.GetOrder(ctx, &orderv1.GetOrderRequest{Id: "no-such-order"})
+		if kerrors.Reason(err) != biz.ReasonOrderNotFound {
+			t.Fatalf("gRPC GET unknown: %v", err)
+		}
+	})
+
+	t.Run("create, reserve and pay", func(t *testing.T) {
+		created, code, body := s.httpCreate(t,
+			`{"user_id":"u1","items":[{"product_id":"p1","quantity":2,"unit_price":"150"},{"product_id":"p2","quantity":1,"unit_price":"100"}]}`)
+		if code != 200 {
+			t.Fatalf("POST: %d %s", code, body)
+		}
+		o := created.GetOrder()
+		if o.GetStatus() != orderv1.OrderStatus_ORDER_STATUS_CREATED || o.GetTotalAmount() != 400 || o.GetSeq() != 1 {
+			t.Fatalf("created %v", o)
+		}
+		waitFor(t, "OrderCreated on order-events", func() bool { return len(s.tags(o.GetId())) == 1 })
+
+		s.publish(t, eventv1.TopicInventoryEvents, &eventv1.StockReserved{OrderId: o.GetId(), Seq: 1})
+		waitFor(t, "RESERVED", func() bool {
+			got, _ := s.httpGet(t, o.GetId())
+			return got.GetOrder().GetStatus() == orderv1.OrderStatus_ORDER_STATUS_RESERVED
+		})
+		pay := &eventv1.PaymentSucceeded{OrderId: o.GetId(), Seq: 1, PaymentId: "pay-1", UserId: "u1", Amount: 400,
+			PaidAt: timestamppb.Now()}
+		s.publish(t, eventv1.TopicPaymentEvents, pay)
+		s.publish(t, eventv1.TopicPaymentEvents, pay) // a duplicate has no effect
+		waitFor(t, "PAID over gRPC", func() bool {
+			got, err := s.grpc.GetOrder(ctx, &orderv1.GetOrderRequest{Id: o.GetId()})
+			return err == nil && got.GetOrder().GetStatus() == orderv1.OrderStatus_ORDER_STATUS_PAID
+		})
+		waitFor(t, "OrderPaid on order-events", func() bool { return len(s.tags(o.GetId())) == 2 })
+		if tags := s.tags(o.GetId()); tags[0] != eventv1.TagOrderCreated || tags[1] != eventv1.TagOrderPaid {
+			t.Fatalf("order-events %v", tags)
+		}
+		got, _ := s.httpGet(t, o.GetId())
+		var events []string
+		for _, e := range got.GetTimeline() {
+			events = append(events, e.GetEvent())
+		}
+		want := []string{eventv1.TagOrderCreated, eventv1.TagStockReserved, eventv1.TagPaymentSucceeded, eventv1.TagOrderPaid}
+		if strings.Join(events, ",") != strings.Join(want, ",") {
+			t.Fatalf("timeline %v, want %v", events, want)
+		}
+		// The JSON shape of the HTTP API (int64 fields are strings).
+		resp, err := nethttp.Get(s.httpBase + "/v1/orders/" + o.GetId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw map[string]any
+		json.NewDecoder(resp.Body).Decode(&raw)
+		resp.Body.Close()
+		if order, _ := raw["order"].(map[string]any); order["status"] != "ORDER_STATUS_PAID" || order["totalAmount"] != "400" {
+			t.Fatalf("JSON %v", raw)
+		}
+	})
+
+	t.Run("create over gRPC", func(t *testing.T) {
+		reply, err := s.grpc.CreateOrder(ctx, &orderv1.CreateOrderRequest{UserId: "u2",
+			Items: []*orderv1.OrderItem{{ProductId: "p1", Quantity: 1, UnitPrice: 5}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply.GetOrder().GetId() == "" || reply.GetOrder().GetStatus() != orderv1.OrderStatus_ORDER_STATUS_CREATED {
+			t.Fatalf("reply %v", reply)
+		}
+		_, err = s.grpc.CreateOrder(ctx, &orderv1.CreateOrderRequest{UserId: "u2"})
+		if kerrors.Reason(err) != biz.ReasonInvalidArgument {
+			t.Fatalf("invalid create: %v", err)
+		}
+	})
+}
+
+// TestServerCancelsUnpaidOrder: the delayed cancellation timer fires and
+// cancels the unpaid order in one transaction with OrderCancelled.
+func TestServerCancelsUnpaidOrder(t *testing.T) {
+	s := startStack(t, 2*time.Second)
+	created, code, body := s.httpCreate(t, `{"user_id":"u1","items":[{"product_id":"p1","quantity":1,"unit_price":"10"}]}`)
+	if code != 200 {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	id := created.GetOrder().GetId()
+	waitFor(t, "CANCELLED", func() bool {
+		got, _ := s.httpGet(t, id)
+		return got.GetOrder().GetStatus() == orderv1.OrderStatus_ORDER_STATUS_CANCELLED
+	})
+	got, _ := s.httpGet(t, id)
+	if got.GetOrder().GetCancelReason() != biz.CancelTimeout {
+		t.Fatalf("reason %q", got.GetOrder().GetCancelReason())
+	}
+	if at := got.GetOrder().GetUpdatedAt().AsTime(); at.Before(got.GetOrder().GetCancelAt().AsTime()) {
+		t.Fatalf("cancelled at %v, before the deadline %v", at, got.GetOrder().GetCancelAt().AsTime())
+	}
+	waitFor(t, "OrderCancelled on order-events", func() bool { return len(s.tags(id)) == 2 })
+	if tags := s.tags(id); tags[1] != eventv1.TagOrderCancelled {
+		t.Fatalf("order-events %v", tags)
+	}
+	// A late payment is recorded, but the order stays cancelled.
+	s.publish(t, eventv1.TopicPaymentEvents, &eventv1.PaymentSucceeded{OrderId: id, Seq: 1, PaymentId: "late"})
+	waitFor(t, "late payment in the timeline", func() bool {
+		got, _ := s.httpGet(t, id)
+		tl := got.GetTimeline()
+		return len(tl) == 3 && tl[2].GetEvent() == eventv1.TagPaymentSucceeded
+	})
+	if got, _ := s.httpGet(t, id); got.GetOrder().GetStatus() != orderv1.OrderStatus_ORDER_STATUS_CANCELLED {
+		t.Fatalf("late payment changed status to %v", got.GetOrder().GetStatus())
+	}
+}

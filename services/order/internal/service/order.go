@@ -1,0 +1,82 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/order/internal/biz"
+)
+
+// OrderService implements orderv1.OrderServer. It is safe for concurrent
+// use.
+type OrderService struct {
+	orderv1.UnimplementedOrderServer
+
+	uc *biz.OrderUsecase
+}
+
+// NewOrderService returns the service.
+func NewOrderService(uc *biz.OrderUsecase) *OrderService {
+	return &OrderService{uc: uc}
+}
+
+// CreateOrder creates an order (status CREATED).
+func (s *OrderService) CreateOrder(ctx context.Context, req *orderv1.CreateOrderRequest) (*orderv1.CreateOrderReply, error) {
+	items := make([]biz.Item, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		items[i] = biz.Item{ProductID: it.GetProductId(), Quantity: it.GetQuantity(), UnitPrice: it.GetUnitPrice()}
+	}
+	o, err := s.uc.Create(ctx, req.GetUserId(), items)
+	if err != nil {
+		return nil, err
+	}
+	return &orderv1.CreateOrderReply{Order: toInfo(o)}, nil
+}
+
+// GetOrder returns an order with its event timeline.
+func (s *OrderService) GetOrder(ctx context.Context, req *orderv1.GetOrderRequest) (*orderv1.GetOrderReply, error) {
+	o, tl, err := s.uc.Get(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	reply := &orderv1.GetOrderReply{Order: toInfo(o), Timeline: make([]*orderv1.TimelineEntry, len(tl))}
+	for i, e := range tl {
+		reply.Timeline[i] = &orderv1.TimelineEntry{Event: e.Event, Topic: e.Topic, Seq: e.Seq, Status: toStatus(e.Status),
+			Detail: e.Detail, At: ts(e.At)}
+	}
+	return reply, nil
+}
+
+func toInfo(o *biz.Order) *orderv1.OrderInfo {
+	info := &orderv1.OrderInfo{Id: o.ID, UserId: o.UserID, Status: toStatus(o.Status), TotalAmount: o.Total, Seq: o.Seq,
+		CancelAt: ts(o.CancelAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt), CancelReason: o.CancelReason,
+		Items: make([]*orderv1.OrderItem, len(o.Items))}
+	for i, it := range o.Items {
+		info.Items[i] = &orderv1.OrderItem{ProductId: it.ProductID, Quantity: it.Quantity, UnitPrice: it.UnitPrice}
+	}
+	return info
+}
+
+func toStatus(s biz.Status) orderv1.OrderStatus {
+	switch s {
+	case biz.StatusCreated:
+		return orderv1.OrderStatus_ORDER_STATUS_CREATED
+	case biz.StatusReserved:
+		return orderv1.OrderStatus_ORDER_STATUS_RESERVED
+	case biz.StatusPaid:
+		return orderv1.OrderStatus_ORDER_STATUS_PAID
+	case biz.StatusCancelled:
+		return orderv1.OrderStatus_ORDER_STATUS_CANCELLED
+	}
+	return orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED
+}
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
