@@ -48,8 +48,12 @@ func TestClusterAndTopicCommands(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		h.ok(t, "sendMessage", "-t", "orders", "-p", "body", "-b", "broker-a", "-i", "2")
 	}
+	// consume queues are built asynchronously after the send replies
 	var qs []queueStatus
-	h.okJSON(t, &qs, "topicStatus", "-t", "orders")
+	waitFor(t, "3 messages dispatched", func() bool {
+		r := h.mqadmin(t, "topicStatus", "-t", "orders", "--json")
+		return r.code == 0 && fromJSON(r.stdout, &qs) == nil && len(qs) == 4 && qs[2].MaxOffset == 3
+	})
 	if len(qs) != 4 || qs[2].MaxOffset != 3 || qs[0].MaxOffset != 0 || qs[2].LastUpdateTime.IsZero() {
 		t.Fatalf("topicStatus: %+v", qs)
 	}
@@ -98,7 +102,13 @@ func TestMessageCommands(t *testing.T) {
 	if len(ms) != 1 || ms[0].Body != "hello" || ms[0].Tags != "TagA" || ms[0].MsgID != sent.MsgID {
 		t.Fatalf("queryMsgById: %+v", ms)
 	}
-	out := h.ok(t, "queryMsgById", "-i", sent.MsgID, "-t", "mail")
+	// a unique id is looked up in the index, built asynchronously
+	var out string
+	waitFor(t, "unique id indexed", func() bool {
+		r := h.mqadmin(t, "queryMsgById", "-i", sent.MsgID, "-t", "mail")
+		out = r.stdout
+		return r.code == 0
+	})
 	if !strings.Contains(out, `Message Body:     "hello"`) && !strings.Contains(out, `"hello"`) {
 		t.Fatalf("queryMsgById by unique id:\n%s", out)
 	}
@@ -166,7 +176,12 @@ func TestConsumerCommands(t *testing.T) {
 	if len(rs) != 2 || rs[0].OldOffset != 3 || rs[0].NewOffset != 0 || rs[0].Error != "" {
 		t.Fatalf("resetOffsetByTime: %+v", rs)
 	}
-	out := h.ok(t, "consumerProgress", "-g", "g-offline")
+	var out string
+	waitFor(t, "the reset offsets", func() bool {
+		r := h.mqadmin(t, "consumerProgress", "-g", "g-offline")
+		out = r.stdout
+		return r.code == 0 && strings.Contains(out, "Diff Total: 6")
+	})
 	if !strings.Contains(out, "Diff Total: 6") {
 		t.Fatalf("consumerProgress after reset:\n%s", out)
 	}
@@ -248,8 +263,13 @@ func TestDLQCommands(t *testing.T) {
 	if !strings.Contains(out, "[1/1] offset=1 "+rows[1].OffsetMsgID+" -> %RETRY%g-pay OK") || !strings.Contains(out, "resent 1, failed 0") {
 		t.Fatalf("dlq resend -i:\n%s", out)
 	}
+	// The broker creates %RETRY%g-pay on the resend and registers it with
+	// the NameServer asynchronously: wait for its route.
 	var ms []messageView
-	h.okJSON(t, &ms, "consumeMessage", "-t", "%RETRY%g-pay")
+	waitFor(t, "the resent copy", func() bool {
+		r := h.mqadmin(t, "consumeMessage", "-t", "%RETRY%g-pay", "--json")
+		return r.code == 0 && fromJSON(r.stdout, &ms) == nil && len(ms) == 1
+	})
 	if len(ms) != 1 || ms[0].Body != "pay-1" || ms[0].Properties["RETRY_TOPIC"] != "pay" ||
 		ms[0].Properties["ORIGIN_MESSAGE_ID"] != sent[1].MsgID || ms[0].Properties["RESEND_OF"] != rows[1].OffsetMsgID {
 		t.Fatalf("resent copy: %+v", ms)
