@@ -1,0 +1,34 @@
+// Package biz holds the inventory domain: products with available,
+// reserved and sold stock, and one reservation per order whose state
+// machine makes every order event take effect exactly once.
+//
+// Stock is conserved: available+reserved+sold of a product changes only by
+// seeding, never by Reserve, Release or Sell, and each of them moves units
+// between the three counters in one transaction with the reservation's
+// state change and the event that announces it.
+package biz
+
+import (
+	"context"
+
+	"github.com/google/wire"
+)
+
+// ProviderSet is biz providers.
+var ProviderSet = wire.NewSet(NewStockUsecase)
+
+// Transaction runs fn in one database transaction carried by ctx: every
+// repository call and EventPublisher.Publish made with the ctx given to fn
+// joins it. fn's error rolls everything back.
+type Transaction interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// DedupCache is the Redis fast path in front of the reservation state
+// machine (the durable dedup record). Seen may answer false when unsure
+// (Redis down, key evicted); the database then decides. Mark is called
+// only after the effect committed.
+type DedupCache interface {
+	Seen(ctx context.Context, key string) (bool, error)
+	Mark(ctx context.Context, key string) error
+}

@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS outbox;
+DROP TABLE IF EXISTS reservation_items;
+DROP TABLE IF EXISTS reservations;
+DROP TABLE IF EXISTS products;

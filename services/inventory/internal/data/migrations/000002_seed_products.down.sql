@@ -1,0 +1,1 @@
+DELETE FROM products WHERE id IN ('p-apple', 'p-pear', 'p-coffee', 'p-mug', 'p-rare');

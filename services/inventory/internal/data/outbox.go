@@ -1,0 +1,221 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	eventv1 "github.com/tidemq/tide/api/event/v1"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/services/inventory/internal/biz"
+	"github.com/tidemq/tide/services/inventory/internal/conf"
+)
+
+// Message properties of an ordered event: the same names
+// pkg/mqclient/ordered.Stamp writes, so an ordered.Guard downstream can
+// check versions.
+// TODO(patterns): call ordered.Stamp(msg, orderID, seq) once
+// pkg/mqclient/ordered's API is final, and drop these copies.
+const (
+	propOrderKey     = "tideOrderKey"
+	propOrderVersion = "tideOrderVersion"
+)
+
+type outboxRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	Topic       string
+	Tag         string
+	ShardingKey string
+	Seq         int64
+	Body        []byte
+	CreatedAt   time.Time
+	SentAt      *time.Time
+}
+
+func (outboxRow) TableName() string { return "outbox" }
+
+// Outbox is the biz.EventPublisher: Publish writes the event into the
+// outbox table in the caller's transaction, so the event exists if and
+// only if the effect committed; Run sends unsent rows in id order (hence
+// per order in seq order), each with the order id as sharding key, and
+// marks them sent. A crash between the send and the mark sends a row
+// again: consumers see a duplicate with the same seq, never a gap.
+//
+// TODO(patterns): replace with pkg/mqclient/txmsg's outbox and relay (run
+// through kratosmq) once their API is final; the table has the same role.
+type Outbox struct {
+	data     *Data
+	producer *mqclient.Producer
+	interval time.Duration
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+}
+
+// NewOutbox returns the outbox publisher and relay.
+func NewOutbox(d *Data, p *mqclient.Producer, c *conf.Messaging, l *slog.Logger) *Outbox {
+	return &Outbox{data: d, producer: p, interval: durationOr(c.GetRelayInterval().AsDuration(), 200*time.Millisecond),
+		log: l, kick: make(chan struct{}, 1)}
+}
+
+// ErrNoTransaction: Publish was called outside Data.InTx.
+var ErrNoTransaction = errors.New("data: publish outside a transaction")
+
+// Publish implements biz.EventPublisher. It must run inside Data.InTx.
+func (o *Outbox) Publish(ctx context.Context, ev *biz.Event) error {
+	if _, ok := ctx.Value(txKey{}).(*gorm.DB); !ok {
+		return ErrNoTransaction
+	}
+	m, err := encodeEvent(ev)
+	if err != nil {
+		return err
+	}
+	body, err := eventv1.Marshal(m)
+	if err != nil {
+		return err
+	}
+	row := outboxRow{Topic: eventv1.TopicInventoryEvents, Tag: eventv1.Tag(m), ShardingKey: ev.OrderID, Seq: ev.Seq,
+		Body: body, CreatedAt: time.Now()}
+	if err := o.data.DB(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("data: outbox insert: %w", err)
+	}
+	select {
+	case o.kick <- struct{}{}: // wake the relay; it reads only committed rows
+	default:
+	}
+	return nil
+}
+
+func lineItems(items []biz.Item) []*eventv1.LineItem {
+	out := make([]*eventv1.LineItem, len(items))
+	for i, it := range items {
+		out[i] = &eventv1.LineItem{ProductId: it.ProductID, Quantity: int32(it.Quantity)}
+	}
+	return out
+}
+
+func encodeEvent(ev *biz.Event) (proto.Message, error) {
+	at := timestamppb.New(ev.At)
+	switch ev.Kind {
+	case biz.EventStockReserved:
+		return &eventv1.StockReserved{OrderId: ev.OrderID, Seq: ev.Seq, Items: lineItems(ev.Items), ReservedAt: at}, nil
+	case biz.EventStockRejected:
+		return &eventv1.StockRejected{OrderId: ev.OrderID, Seq: ev.Seq, Reason: ev.Reason, ProductId: ev.ProductID, RejectedAt: at}, nil
+	case biz.EventStockReleased:
+		return &eventv1.StockReleased{OrderId: ev.OrderID, Seq: ev.Seq, Items: lineItems(ev.Items), ReleasedAt: at}, nil
+	}
+	return nil, fmt.Errorf("data: unknown event kind %q", ev.Kind)
+}
+
+// Start implements transport.Server: it starts the relay loop and returns.
+func (o *Outbox) Start(context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done != nil {
+		return errors.New("data: outbox relay already started")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel, o.done = cancel, make(chan struct{})
+	go o.loop(ctx)
+	return nil
+}
+
+// Stop implements transport.Server: it stops the loop after the batch in
+// flight (bounded by ctx). Unsent rows stay for the next start.
+func (o *Outbox) Stop(ctx context.Context) error {
+	o.mu.Lock()
+	cancel, done := o.cancel, o.done
+	o.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (o *Outbox) loop(ctx context.Context) {
+	defer close(o.done)
+	t := time.NewTicker(o.interval)
+	defer t.Stop()
+	for {
+		for {
+			n, err := o.RelayOnce(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					o.log.Warn("outbox relay", "err", err)
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-o.kick:
+		}
+	}
+}
+
+// RelayOnce sends up to 100 unsent rows in id order and marks those sent.
+// It stops at the first failed send, so that no later event of an order
+// overtakes an earlier one. The rows stay locked while they are sent, so
+// relays of several instances take turns. It returns how many it sent.
+func (o *Outbox) RelayOnce(ctx context.Context) (int, error) {
+	sent := 0
+	err := o.data.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []outboxRow
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("sent_at IS NULL").Order("id").Limit(100).Find(&rows).Error; err != nil {
+			return fmt.Errorf("data: outbox scan: %w", err)
+		}
+		var ids []int64
+		var sendErr error
+		for _, r := range rows {
+			msg := &mqclient.Message{Topic: r.Topic, Tag: r.Tag, Body: r.Body, ShardingKey: r.ShardingKey,
+				Keys:       []string{r.ShardingKey},
+				Properties: map[string]string{propOrderKey: r.ShardingKey, propOrderVersion: strconv.FormatInt(r.Seq, 10)}}
+			if _, err := o.producer.Send(ctx, msg); err != nil {
+				sendErr = fmt.Errorf("data: outbox send %d: %w", r.ID, err)
+				break
+			}
+			ids = append(ids, r.ID)
+		}
+		if len(ids) > 0 {
+			if err := tx.Model(&outboxRow{}).Where("id IN ?", ids).Update("sent_at", time.Now()).Error; err != nil {
+				return fmt.Errorf("data: outbox mark: %w", err)
+			}
+		}
+		sent = len(ids)
+		if sendErr != nil && sent == 0 {
+			return sendErr
+		}
+		return nil
+	})
+	return sent, err
+}
+
+// Pending counts unsent outbox rows (readiness and tests).
+func (o *Outbox) Pending(ctx context.Context) (int64, error) {
+	var n int64
+	err := o.data.db.WithContext(ctx).Model(&outboxRow{}).Where("sent_at IS NULL").Count(&n).Error
+	return n, err
+}

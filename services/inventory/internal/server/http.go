@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	nethttp "net/http"
+	"time"
+
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/logging"
+	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/transport/http"
+
+	v1 "github.com/tidemq/tide/api/inventory/v1"
+	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/inventory/internal/service"
+)
+
+// NewHTTPServer returns the HTTP server with the API routes (written by
+// hand: protoc-gen-go-http is not available), /healthz (the process
+// runs) and /readyz (database and Redis answer).
+func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, logger log.Logger) *http.Server {
+	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), logging.Server(logger))}
+	if c.GetHttp().GetNetwork() != "" {
+		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
+	}
+	if c.GetHttp().GetAddr() != "" {
+		opts = append(opts, http.Address(c.GetHttp().GetAddr()))
+	}
+	if c.GetHttp().GetTimeout() != nil {
+		opts = append(opts, http.Timeout(c.GetHttp().GetTimeout().AsDuration()))
+	}
+	srv := http.NewServer(opts...)
+	registerHealth(srv, ready)
+	r := srv.Route("/")
+	r.GET("/v1/products", func(ctx http.Context) error {
+		var in v1.ListProductsRequest
+		if err := ctx.BindQuery(&in); err != nil {
+			return err
+		}
+		http.SetOperation(ctx, v1.Inventory_ListProducts_FullMethodName)
+		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
+			return s.ListProducts(ctx, req.(*v1.ListProductsRequest))
+		})
+		out, err := h(ctx, &in)
+		if err != nil {
+			return err
+		}
+		return ctx.Result(200, out)
+	})
+	r.GET("/v1/products/{id}", func(ctx http.Context) error {
+		var in v1.GetProductRequest
+		if err := ctx.BindVars(&in); err != nil {
+			return err
+		}
+		http.SetOperation(ctx, v1.Inventory_GetProduct_FullMethodName)
+		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
+			return s.GetProduct(ctx, req.(*v1.GetProductRequest))
+		})
+		out, err := h(ctx, &in)
+		if err != nil {
+			return err
+		}
+		return ctx.Result(200, out)
+	})
+	return srv
+}
+
+func registerHealth(srv *http.Server, ready Pinger) {
+	srv.HandleFunc("/healthz", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "ok"})
+	})
+	srv.HandleFunc("/readyz", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready.Ping(ctx); err != nil {
+			writeJSON(w, nethttp.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return
+		}
+		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func writeJSON(w nethttp.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,18 @@
+// Package server builds the inventory service's transports: gRPC, HTTP
+// (hand-written routes plus /healthz and /readyz), the ordered consumer of
+// order events and the outbox relay, each a Kratos transport.Server.
+package server
+
+import (
+	"context"
+
+	"github.com/google/wire"
+)
+
+// ProviderSet is server providers.
+var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer)
+
+// Pinger reports whether the service's dependencies answer (readiness).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

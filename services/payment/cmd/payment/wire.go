@@ -1,0 +1,25 @@
+//go:build wireinject
+
+// The build tag makes sure the stub is not built in the final build.
+
+package main
+
+import (
+	"log/slog"
+
+	"github.com/go-kratos/kratos/v2"
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/google/wire"
+
+	"github.com/tidemq/tide/services/payment/internal/biz"
+	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/data"
+	"github.com/tidemq/tide/services/payment/internal/server"
+	"github.com/tidemq/tide/services/payment/internal/service"
+)
+
+// wireApp builds the kratos application.
+func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
+		wire.Bind(new(server.Pinger), new(*data.Data)), newOptions, newApp))
+}

@@ -1,0 +1,57 @@
+package biz
+
+import (
+	"github.com/go-kratos/kratos/v2/errors"
+)
+
+// Reasons of the errors the API returns.
+const (
+	ReasonInvalidArgument        = "INVALID_ARGUMENT"
+	ReasonIdempotencyKeyRequired = "IDEMPOTENCY_KEY_REQUIRED"
+	ReasonIdempotencyKeyReused   = "IDEMPOTENCY_KEY_REUSED"
+	ReasonIdempotencyInProgress  = "IDEMPOTENCY_KEY_IN_PROGRESS"
+	ReasonAccountNotFound        = "ACCOUNT_NOT_FOUND"
+	ReasonInsufficientBalance    = "INSUFFICIENT_BALANCE"
+	ReasonOrderAlreadyPaid       = "ORDER_ALREADY_PAID"
+	ReasonOrderCancelled         = "ORDER_CANCELLED"
+	ReasonPaymentNotFound        = "PAYMENT_NOT_FOUND"
+	ReasonGatewayTimeout         = "GATEWAY_TIMEOUT"
+	ReasonUnavailable            = "UNAVAILABLE"
+)
+
+// Errors of the payment domain (Kratos errors: HTTP status, reason).
+// Match them with errors.Is.
+var (
+	ErrInvalidArgument = errors.BadRequest(ReasonInvalidArgument, "invalid argument")
+	// ErrIdempotencyKeyRequired: POST /v1/payments without a key.
+	ErrIdempotencyKeyRequired = errors.BadRequest(ReasonIdempotencyKeyRequired, "Idempotency-Key header is required")
+	// ErrIdempotencyKeyReused: the key was used before with another body.
+	ErrIdempotencyKeyReused = errors.Conflict(ReasonIdempotencyKeyReused, "idempotency key was used with a different request")
+	// ErrIdempotencyInProgress: a request with the same key is running.
+	ErrIdempotencyInProgress = errors.Conflict(ReasonIdempotencyInProgress, "a request with this idempotency key is in progress")
+	ErrAccountNotFound       = errors.NotFound(ReasonAccountNotFound, "account not found")
+	ErrInsufficientBalance   = errors.New(402, ReasonInsufficientBalance, "insufficient balance")
+	// ErrOrderAlreadyPaid: the order has a payment made with another key.
+	ErrOrderAlreadyPaid = errors.Conflict(ReasonOrderAlreadyPaid, "order already paid")
+	// ErrOrderCancelled: the order was cancelled before the payment.
+	ErrOrderCancelled  = errors.Conflict(ReasonOrderCancelled, "order was cancelled")
+	ErrPaymentNotFound = errors.NotFound(ReasonPaymentNotFound, "payment not found")
+	// ErrGatewayTimeout: the gateway did not confirm the capture; nothing
+	// was debited. Retry with the same key.
+	ErrGatewayTimeout = errors.GatewayTimeout(ReasonGatewayTimeout, "payment gateway timed out")
+	// ErrUnavailable: a transient failure (database, broker); retry with
+	// the same key.
+	ErrUnavailable = errors.ServiceUnavailable(ReasonUnavailable, "payment temporarily unavailable")
+)
+
+// final reports whether err is a business outcome that is stored with
+// the idempotency key (a retry gets the same answer), as opposed to a
+// transient failure that a retry may cure.
+func final(err error) bool {
+	for _, e := range []error{ErrAccountNotFound, ErrInsufficientBalance, ErrOrderAlreadyPaid, ErrOrderCancelled} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,30 @@
+package server
+
+import (
+	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/logging"
+	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/transport/grpc"
+
+	v1 "github.com/tidemq/tide/api/payment/v1"
+	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/service"
+)
+
+// NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
+// Kratos itself).
+func NewGRPCServer(c *conf.Server, s *service.PaymentService, logger log.Logger) *grpc.Server {
+	opts := []grpc.ServerOption{grpc.Middleware(recovery.Recovery(), logging.Server(logger))}
+	if c.GetGrpc().GetNetwork() != "" {
+		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
+	}
+	if c.GetGrpc().GetAddr() != "" {
+		opts = append(opts, grpc.Address(c.GetGrpc().GetAddr()))
+	}
+	if c.GetGrpc().GetTimeout() != nil {
+		opts = append(opts, grpc.Timeout(c.GetGrpc().GetTimeout().AsDuration()))
+	}
+	srv := grpc.NewServer(opts...)
+	v1.RegisterPaymentServer(srv, s)
+	return srv
+}
