@@ -42,6 +42,16 @@ while :; do
 	sleep 2
 done
 compose "${profile[@]}" ps
+for svc in "order ${ORDER_HTTP_PORT:-8000}" "inventory ${INVENTORY_HTTP_PORT:-8002}" "payment ${PAYMENT_HTTP_PORT:-8003}"; do
+	set -- $svc
+	until curl -fsS "http://127.0.0.1:$2/readyz" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "up: $1 not ready on :$2; logs: docker-compose -p tide logs $1" >&2
+			exit 1
+		fi
+		sleep 1
+	done
+done
 cat <<MSG
 
 Tide is up:
@@ -49,5 +59,8 @@ Tide is up:
   broker-a      172.28.0.21:10911 (master, SYNC_MASTER), slave 172.28.0.22:10911
   metrics       http://127.0.0.1:${BROKER_A_METRICS_PORT:-5557}/metrics (broker-a)
   MariaDB       127.0.0.1:${MARIADB_PORT:-3306} (user tide)   Redis  127.0.0.1:${REDIS_PORT:-6379}
+  order         http://127.0.0.1:${ORDER_HTTP_PORT:-8000}/v1/orders
+  inventory     http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}/v1/products
+  payment       http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}/v1/payments
 Stop with: make down
 MSG
