@@ -22,6 +22,9 @@ import (
 //	raw_bw_x    store append MB/s / raw sequential write MB/s
 //	fsync_x     store appends per second / raw fdatasync per second
 //
+// and, independent of the disk, cpu_us/msg: the process's CPU time (user
+// + system, every thread) per message over the timed part.
+//
 // The fdatasync rate drifts by several times within minutes, so it is
 // probed right before and right after each SYNC_FLUSH run (the mean of
 // the two is the reference), on a file of the commit log's kind: the
@@ -137,6 +140,16 @@ func (p *fsyncProbe) rate(d time.Duration) float64 {
 	return float64(n) / time.Since(start).Seconds()
 }
 
+// cpuTime returns the user + system CPU time the process has used so far
+// (every thread: appenders, flusher, dispatcher, segment creation).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func benchSegmentSize() int64 {
 	if v := os.Getenv("TIDE_BENCH_SEGMENT_MB"); v != "" {
 		if mb, err := strconv.Atoi(v); err == nil && mb > 0 {
@@ -191,6 +204,7 @@ func benchPut(b *testing.B, flush string, size, writers int) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	start := time.Now()
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -208,6 +222,7 @@ func benchPut(b *testing.B, flush string, size, writers int) {
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
+	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	rate := float64(b.N) / el
 	st := s.Stats()
@@ -218,6 +233,8 @@ func benchPut(b *testing.B, flush string, size, writers int) {
 	b.ReportMetric(rate, "msgs/s")
 	b.ReportMetric(rate*float64(size)/1e6/base.seqMBps, "raw_bw_x")
 	b.ReportMetric(rate/fsyncRate, "fsync_x")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/msg")
+	b.ReportMetric(cpu.Seconds()/el, "cpus")
 	if flush == SyncFlush {
 		b.ReportMetric(float64(st.Messages)/float64(max(1, st.Flushes)), "msgs/fsync")
 		b.ReportMetric(float64(st.FlushTime.Microseconds())/float64(max(1, st.Flushes)), "us/round")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -208,5 +209,63 @@ func TestLogAppendRaw(t *testing.T) {
 		if !bytes.Equal(f.Data()[:f.WrotePosition()], dst.Segments()[i].Data()[:f.WrotePosition()]) {
 			t.Fatalf("segment %d differs", i)
 		}
+	}
+}
+
+// TestLogWaitFlushedFollowerTimeout: while a flush leader is stuck (here:
+// blocked on the append lock the test holds), followers get
+// ErrFlushTimeout after their timeout, or ctx's error, and the leader
+// still finishes its flush once unblocked.
+func TestLogWaitFlushedFollowerTimeout(t *testing.T) {
+	l := openLog(t, t.TempDir(), 1<<20, true)
+	off, err := l.Append(record(t, "x"), setPhy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := off + 1
+	l.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			l.mu.Unlock()
+		}
+	}()
+	leader := make(chan error, 1)
+	go func() { leader <- l.WaitFlushed(context.Background(), end, 5*time.Second) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.fmu.Lock()
+		running := l.flushing
+		l.fmu.Unlock()
+		if running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no flush started")
+		}
+		runtime.Gosched()
+	}
+
+	const timeout = 50 * time.Millisecond
+	start := time.Now()
+	if err := l.WaitFlushed(context.Background(), end, timeout); !errors.Is(err, ErrFlushTimeout) {
+		t.Fatalf("follower: %v, want ErrFlushTimeout", err)
+	}
+	if el := time.Since(start); el < timeout {
+		t.Fatalf("follower timed out after %v < %v", el, timeout)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.WaitFlushed(ctx, end, 5*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled follower: %v", err)
+	}
+
+	l.mu.Unlock()
+	locked = false
+	if err := <-leader; err != nil {
+		t.Fatalf("leader: %v", err)
+	}
+	if l.FlushedOffset() < end {
+		t.Fatalf("flushed %d < %d", l.FlushedOffset(), end)
 	}
 }

@@ -34,6 +34,9 @@
 //     0.4-0.5 GB/s either way; on 2 shared vCPUs that CPU is taken from the
 //     appenders and the dispatcher. So warm is off by default, as in
 //     RocketMQ. The next commit log file is created in the background (see
-//     Queue) so rolling over does not wait.
+//     Queue) so rolling over does not wait. SYNC_FLUSH files are always
+//     zero-filled (so fdatasync carries no extent conversion), with
+//     O_DIRECT writes that bypass the page cache: a fifth or less of the
+//     CPU of a buffered fill (zeroFill has the numbers).
 //   - fdatasync on the descriptor covers both write paths.
 package segment

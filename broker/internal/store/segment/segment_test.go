@@ -152,3 +152,50 @@ func TestQueueEnsureFindTruncateRemove(t *testing.T) {
 		t.Fatal("opened a queue with a gap")
 	}
 }
+
+// TestFileCreateWarm: a warm file reads as zeros whatever the fill path
+// (O_DIRECT for PWrite files with a page-multiple size, buffered
+// otherwise, and buffered when O_DIRECT is refused), and a PWrite file
+// takes writes that end inside a page of an uncached, direct-filled file.
+func TestFileCreateWarm(t *testing.T) {
+	tests := []struct {
+		name string
+		size int64
+		mode Mode
+	}{
+		{"pwrite-direct", 3 << 20, PWrite},
+		{"pwrite-odd-size", 3<<20 + 512, PWrite},
+		{"mapwrite", 3 << 20, MapWrite},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), Name(0))
+			f, err := Create(path, 0, tc.size, true, tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if st, err := os.Stat(path); err != nil || st.Size() != tc.size {
+				t.Fatalf("stat: %v, %v", st, err)
+			}
+			if !bytes.Equal(f.Data(), make([]byte, tc.size)) {
+				t.Fatal("warm file is not all zeros")
+			}
+			rec := bytes.Repeat([]byte("r"), 1000)
+			if err := f.WriteAt(rec, 4000); err != nil {
+				t.Fatal(err)
+			}
+			f.SetWrotePosition(5000)
+			if _, err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[4000:5000], rec) || !bytes.Equal(got[:4000], make([]byte, 4000)) || !bytes.Equal(got[5000:], make([]byte, tc.size-5000)) {
+				t.Fatal("file content after write")
+			}
+		})
+	}
+}
