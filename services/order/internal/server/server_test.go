@@ -82,6 +82,16 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 	cons := NewConsumer(mq, uc, logger)
 	sw := NewSweeper(oc, uc, logger)
 
+	// Endpoint binds the listeners: resolve them before Start runs on
+	// other goroutines (Kratos servers are not safe to bind concurrently).
+	hu, err := hs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gu, err := gs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	for _, srv := range []interface {
 		Start(context.Context) error
@@ -93,14 +103,6 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 			defer cancel()
 			srv.Stop(ctx)
 		})
-	}
-	hu, err := hs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gu, err := gs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
 	}
 	conn, err := kgrpc.DialInsecure(ctx, kgrpc.WithEndpoint(gu.Host))
 	if err != nil {
