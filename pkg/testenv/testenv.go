@@ -118,7 +118,14 @@ func startMaria() (*mariaServer, error) {
 	}
 	dirs = append(dirs, dir)
 	data := filepath.Join(dir, "data")
-	args := []string{"--no-defaults", "--datadir=" + data, "--auth-root-authentication-method=normal", "--skip-test-db"}
+	// A private tmpdir: test binaries of several packages start their own
+	// servers at the same time, and a shared /tmp made concurrent
+	// bootstraps clash on temporary tables.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--auth-root-authentication-method=normal", "--skip-test-db"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
@@ -129,7 +136,7 @@ func startMaria() (*mariaServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	srvArgs := []string{"--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "mysqld.sock"),
+	srvArgs := []string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + tmp, "--socket=" + filepath.Join(dir, "mysqld.sock"),
 		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--skip-name-resolve", "--skip-log-bin",
 		"--innodb-buffer-pool-size=128M", "--max-connections=500", "--log-error=" + filepath.Join(dir, "error.log"),
 		"--pid-file=" + filepath.Join(dir, "mysqld.pid")}
