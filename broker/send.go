@@ -123,12 +123,15 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	// Retry topics divert to the DLQ once the consumer gave up (RocketMQ's
 	// handleRetryAndDLQ for direct sends).
 	if strings.HasPrefix(h.Topic, topic.RetryPrefix) && len(msgs) == 1 {
+		group := strings.TrimPrefix(h.Topic, topic.RetryPrefix)
 		maxTimes := h.MaxReconsumeTimes
-		if maxTimes < 0 {
-			maxTimes = 16
+		if maxTimes < 0 { // not sent: the group's retryMaxTimes, as for send-back
+			maxTimes = protocol.DefaultSubscriptionGroupConfig(group).RetryMaxTimes
+			if g, ok := b.groups.Get(group); ok {
+				maxTimes = g.RetryMaxTimes
+			}
 		}
 		if h.ReconsumeTimes >= maxTimes {
-			group := strings.TrimPrefix(h.Topic, topic.RetryPrefix)
 			dlq, _, err := b.topics.CreateSystem(topic.DLQTopic(group), 1, protocol.PermWrite|protocol.PermRead)
 			if err != nil {
 				return b.errorResponse(c, req, protocol.SystemError, "create dlq: %v", err)
