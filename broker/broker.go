@@ -57,6 +57,8 @@ type Broker struct {
 	sched      *schedule.Service
 	timers     *timer.Service
 
+	sec security // ACL and TLS (security.go)
+
 	metrics     *metrics
 	metricsSrv  *http.Server
 	metricsAddr string
@@ -102,7 +104,11 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if b.groups, err = subgroup.Open(filepath.Join(cfgDir, "subscriptionGroup.json")); err != nil {
 		return nil, fmt.Errorf("broker: subscription groups: %w", err)
 	}
+	if b.sec, err = loadSecurity(opts, b.log); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	if b.store, err = store.Open(opts.Store, logger); err != nil {
+		b.sec.close()
 		return nil, fmt.Errorf("broker: store: %w", err)
 	}
 	b.metrics = newMetrics(b)
@@ -141,7 +147,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		ln.Close()
 		return fmt.Errorf("broker: transactions: %w", err)
 	}
-	b.server = remoting.NewServer(remoting.ServerOptions{MaxFrameSize: o.ServerSocketMaxFrame, Logger: b.log})
+	b.server = remoting.NewServer(b.serverOptions())
 	b.registerHandlers()
 	b.server.OnDisconnect(b.onDisconnect)
 	b.wg.Add(1)
@@ -152,7 +158,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		}
 	}()
 
-	b.nsClient = remoting.NewClient(remoting.ClientOptions{Logger: b.log})
+	b.nsClient = remoting.NewClient(b.clientOptions())
 	haAddr, err := b.startReplication()
 	if err != nil {
 		b.server.Shutdown(ctx)
@@ -313,6 +319,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.store.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		b.sec.close()
 		b.log.Info("broker stopped")
 	})
 	return errors.Join(errs...)
@@ -375,6 +382,7 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
 	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata))
 	s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
+	s.HandleFunc(getBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
 }
 
 // errorResponse logs a refused request and builds its response.

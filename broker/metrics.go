@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/broker/internal/topic"
@@ -28,6 +30,15 @@ type metrics struct {
 	msgsIn   *prometheus.CounterVec   // by topic
 	msgsOut  *prometheus.CounterVec   // by topic (messages returned by pulls)
 	bytesIn  *prometheus.CounterVec
+	// appendTime is the store append latency by topic (commit log write
+	// plus, for SYNC_FLUSH, the wait for the flush), observed by send.go.
+	appendTime *prometheus.HistogramVec
+	boot       time.Time
+}
+
+// observeAppend records one store append of topic that began at start.
+func (m *metrics) observeAppend(topic string, start time.Time) {
+	m.appendTime.WithLabelValues(topic).Observe(time.Since(start).Seconds())
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -44,8 +55,14 @@ func newMetrics(b *Broker) *metrics {
 			Help: "Message body bytes stored from producers, by topic."}, []string{"topic"}),
 		msgsOut: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "messages_out_total",
 			Help: "Messages returned to consumers by pulls, by topic."}, []string{"topic"}),
+		appendTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tide", Subsystem: "broker", Name: "store_append_seconds",
+			Help:    "Time to append a send's messages to the store (including the flush wait under SYNC_FLUSH), by topic.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"topic"}),
+		boot: time.Now(),
 	}
-	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, &collector{b: b},
+	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, m.appendTime, &collector{b: b},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -131,6 +148,9 @@ var (
 	descStoreMaxOffset    = desc("store_commitlog_max_offset_bytes", "End of the commit log.")
 	descStoreMinOffset    = desc("store_commitlog_min_offset_bytes", "Start of the commit log still on disk.")
 	descDiskFull          = desc("store_disk_full", "1 when writes are refused because the disk is nearly full.")
+	descDiskTotal         = desc("disk_total_bytes", "Size of the file system holding the store (storePathRootDir).")
+	descDiskFree          = desc("disk_free_bytes", "Bytes available to the broker on the file system holding the store.")
+	descDiskUsed          = desc("disk_used_ratio", "Used fraction of the file system holding the store, as df counts it (0..1).")
 	descHeld              = desc("longpoll_held_requests", "Pull requests held waiting for messages.")
 	descConns             = desc("connections", "Open client connections.")
 	descLag               = desc("consumer_lag_messages", "Messages not yet consumed by a group (broker max offset minus committed offset).", "group", "topic")
@@ -138,6 +158,7 @@ var (
 	descHalfPending       = desc("transaction_half_pending", "Half messages waiting for a decision.")
 	descHalfParked        = desc("transaction_half_parked", "Half messages parked after the maximum number of checks.")
 	descHalfOldest        = desc("transaction_half_oldest_age_seconds", "Age of the oldest pending half message.")
+	descHalfByAge         = desc("transaction_half_by_age", "Pending half messages by age bucket (lt_1m, 1m_10m, 10m_1h, gt_1h).", "age")
 	descChecks            = desc("transaction_checks_sent_total", "Check-back requests sent to producers.")
 	descTxDecisions       = desc("transaction_decisions_total", "Transaction decisions, by outcome.", "outcome")
 	descTimersPending     = desc("timers_pending", "Timer messages waiting for their delivery time.")
@@ -156,7 +177,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStoreAppends, descStoreMessages, descStoreFlushes, descStoreFlushSeconds, descStoreCorrupt,
-		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descHeld, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
+		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descDiskTotal, descDiskFree, descDiskUsed, descHalfByAge, descHeld, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
 		descHalfOldest, descChecks, descTxDecisions, descTimersPending, descTimersDelivered, descTimersRecalled, descTimerLateness,
 		descDelayPending, descDelayLateness, descReplLag, descReplLagTime} {
 		ch <- d
@@ -184,6 +205,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		full = 1
 	}
 	gauge(descDiskFull, full)
+	if d, err := diskSpace(b.opts.Store.StorePathRootDir); err == nil {
+		gauge(descDiskTotal, float64(d.total))
+		gauge(descDiskFree, float64(d.avail))
+		gauge(descDiskUsed, d.usedRatio())
+	}
 	gauge(descHeld, float64(b.polls.Held()))
 	if b.server != nil {
 		gauge(descConns, float64(len(b.server.Conns())))
@@ -219,12 +245,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTxDecisions, float64(ts.Duplicates), "duplicate")
 		counter(descTxDecisions, float64(ts.Conflicts), "conflict")
 		var oldest time.Duration
+		var byAge [len(halfAgeBuckets)]int
 		for _, h := range b.tx.List() {
-			if age := time.Since(h.StoreTime); age > oldest {
-				oldest = age
+			age := time.Since(h.StoreTime)
+			oldest = max(oldest, age)
+			i := 0
+			for i < len(halfAgeBuckets)-1 && age >= halfAgeBuckets[i].below {
+				i++
 			}
+			byAge[i]++
 		}
 		gauge(descHalfOldest, oldest.Seconds())
+		for i, bk := range halfAgeBuckets {
+			gauge(descHalfByAge, float64(byAge[i]), bk.label)
+		}
 	}
 	if b.timers != nil {
 		ts := b.timers.Stats()
@@ -252,4 +286,79 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descReplLagTime, s.LagTime.Seconds(), s.Addr)
 		}
 	}
+}
+
+// halfAgeBuckets are the age classes of tide_broker_transaction_half_by_age;
+// the last one takes every older message.
+var halfAgeBuckets = [...]struct {
+	label string
+	below time.Duration
+}{{"lt_1m", time.Minute}, {"1m_10m", 10 * time.Minute}, {"10m_1h", time.Hour}, {"gt_1h", 0}}
+
+// disk is a statfs result in bytes.
+type disk struct{ total, free, avail uint64 }
+
+// usedRatio counts blocks reserved for root as used, as df does.
+func (d disk) usedRatio() float64 {
+	size := d.total - d.free + d.avail
+	if size == 0 {
+		return 0
+	}
+	return float64(d.total-d.free) / float64(size)
+}
+
+func diskSpace(dir string) (disk, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return disk{}, err
+	}
+	bs := uint64(st.Bsize)
+	return disk{total: st.Blocks * bs, free: st.Bfree * bs, avail: st.Bavail * bs}, nil
+}
+
+// getBrokerRuntimeInfo is RocketMQ's GET_BROKER_RUNTIME_INFO request code.
+const getBrokerRuntimeInfo int16 = 28
+
+// handleRuntimeInfo serves GET_BROKER_RUNTIME_INFO: a KV table with the
+// keys of RocketMQ's answer that Tide can fill (commit log offsets, disk
+// ratio, boot time, version) plus Tide's own totals and disk sizes, which
+// consoles turn into rates by sampling (msgPutTotal, msgGetTotal).
+func (b *Broker) handleRuntimeInfo(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	kv := map[string]string{
+		"brokerVersionDesc":  "Tide (RocketMQ 4.x protocol)",
+		"brokerRole":         b.opts.BrokerRole,
+		"bootTimestamp":      strconv.FormatInt(b.metrics.boot.UnixMilli(), 10),
+		"commitLogMaxOffset": strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"commitLogMinOffset": strconv.FormatInt(b.store.MinPhyOffset(), 10),
+		"msgPutTotal":        strconv.FormatInt(b.store.Stats().Messages, 10),
+		"msgGetTotal":        strconv.FormatInt(int64(sumCounter(b.metrics.msgsOut)), 10),
+		"longPollHeld":       strconv.FormatInt(b.polls.Held(), 10),
+		"diskFull":           strconv.FormatBool(b.store.DiskFull()),
+	}
+	if d, err := diskSpace(b.opts.Store.StorePathRootDir); err == nil {
+		kv["commitLogDiskRatio"] = strconv.FormatFloat(d.usedRatio(), 'f', 4, 64)
+		kv["diskTotalBytes"] = strconv.FormatUint(d.total, 10)
+		kv["diskFreeBytes"] = strconv.FormatUint(d.avail, 10)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	t := protocol.KVTable{Table: kv}
+	resp.Body = t.Encode()
+	return resp
+}
+
+// sumCounter adds up every series of a counter vector.
+func sumCounter(cv *prometheus.CounterVec) float64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		cv.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) == nil && d.Counter != nil {
+			sum += d.Counter.GetValue()
+		}
+	}
+	return sum
 }

@@ -58,11 +58,25 @@ func TestMetricsEndpoint(t *testing.T) {
 		`tide_broker_transaction_half_pending 0`,
 		`tide_broker_timer_lateness_seconds_bucket`,
 		`tide_broker_delay_level_pending{level="1"}`,
+		`tide_broker_store_append_seconds_count{topic="MetricsTopic"} 3`,
+		`tide_broker_disk_total_bytes`,
+		`tide_broker_disk_used_ratio`,
+		`tide_broker_transaction_half_by_age{age="lt_1m"} 0`,
+		`tide_broker_longpoll_held_requests`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	// GET_BROKER_RUNTIME_INFO (28) answers the totals consoles sample.
+	rt, err := cl.Invoke(ctx, b.Addr(), protocol.NewRequest(28, nil, nil))
+	if err != nil || rt.Code != protocol.Success {
+		t.Fatalf("runtime info: %v %+v", err, rt)
+	}
+	kv, err := protocol.DecodeKVTable(rt.Body)
+	if err != nil || kv.Table["msgPutTotal"] != "3" || kv.Table["brokerRole"] != "ASYNC_MASTER" || kv.Table["commitLogDiskRatio"] == "" {
+		t.Fatalf("runtime info: %v %+v", err, kv)
 	}
 	resp, err := http.Get("http://" + b.MetricsAddr() + "/healthz")
 	if err != nil || resp.StatusCode != 200 {

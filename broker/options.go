@@ -80,6 +80,29 @@ type Options struct {
 	// gives a full host:port instead.
 	MetricsPromExporterPort int    `conf:"metricsPromExporterPort"`
 	MetricsListenAddr       string `conf:"metricsListenAddr"`
+
+	// Security and limits (docs/security.md). AclEnable is RocketMQ's
+	// key; PlainAclFile (Tide) names the ACL file, default AclFile().
+	AclEnable    bool   `conf:"aclEnable"`
+	PlainAclFile string `conf:"plainAclFile"`
+	// TLSEnable makes the client port, the HA port and every outgoing
+	// connection (NameServers, master) speak TLS with TLSCertPath /
+	// TLSKeyPath, trusting TLSCAPath; TLSClientAuth additionally requires
+	// client certificates signed by TLSCAPath.
+	TLSEnable     bool   `conf:"tlsEnable"`
+	TLSCertPath   string `conf:"tlsCertPath"`
+	TLSKeyPath    string `conf:"tlsKeyPath"`
+	TLSCAPath     string `conf:"tlsCAPath"`
+	TLSClientAuth bool   `conf:"tlsClientAuth"`
+	// Client-port limits: open connections (0 = none), idle seconds before
+	// a silent connection is closed (RocketMQ's key, 120), handlers in
+	// flight per connection (beyond: SYSTEM_BUSY), header bytes per frame
+	// and milliseconds for a started frame to arrive whole.
+	ServerMaxConnections            int `conf:"serverMaxConnections"`
+	ServerChannelMaxIdleTimeSeconds int `conf:"serverChannelMaxIdleTimeSeconds"`
+	ServerMaxInFlightPerConn        int `conf:"serverMaxInFlightPerConn"`
+	ServerMaxHeaderSize             int `conf:"serverMaxHeaderSize"`
+	ServerFrameReadTimeoutMillis    int `conf:"serverFrameReadTimeoutMillis"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are
@@ -121,6 +144,11 @@ func DefaultOptions() Options {
 		FlushDelayOffsetInterval:          10000,
 		TimerMaxDelaySec:                  3 * 24 * 3600,
 		ServerSocketMaxFrame:              16 << 20,
+		ServerMaxConnections:              10000,
+		ServerChannelMaxIdleTimeSeconds:   120,
+		ServerMaxInFlightPerConn:          4096,
+		ServerMaxHeaderSize:               256 << 10,
+		ServerFrameReadTimeoutMillis:      60000,
 	}
 }
 
@@ -189,6 +217,7 @@ func (o *Options) Validate() error {
 	if o.RegisterNameServerPeriod <= 0 {
 		bad("registerNameServerPeriod must be positive")
 	}
+	errs = append(errs, o.securityProblems()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidOptions, strings.Join(errs, "; "))
 	}

@@ -26,6 +26,7 @@ func (b *Broker) startReplication() (string, error) {
 			Addr:         net.JoinHostPort(o.ListenAddr, strconv.Itoa(o.HAListenPort)),
 			SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
 			Logger:       b.log,
+			TLSConfig:    b.sec.serverTLS,
 		})
 		if err != nil {
 			return "", err
@@ -41,7 +42,8 @@ func (b *Broker) startReplication() (string, error) {
 		}
 		return net.JoinHostPort(host, port), nil
 	}
-	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: o.HAMasterAddress, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log})
+	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: o.HAMasterAddress, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log,
+		TLSConfig: b.sec.clientTLS})
 	if err != nil {
 		return "", err
 	}

@@ -187,11 +187,13 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	)
 	pctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)
 	defer cancel()
+	start := time.Now()
 	if len(msgs) == 1 {
 		res, err = b.store.PutMessage(pctx, msgs[0])
 	} else {
 		res, err = b.store.PutMessages(pctx, msgs)
 	}
+	b.metrics.observeAppend(msgs[0].Topic, start)
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrBadMessage):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ type NameServer struct {
 	routes *routeinfo.Table
 	kv     *kvconfig.Store
 	srv    *remoting.Server
+	// metrics is always built; it is served only with MetricsListenAddr.
+	metrics *metrics
 
 	mu       sync.Mutex
 	started  bool
@@ -38,6 +41,9 @@ type NameServer struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	serveErr error
+
+	metricsSrv *http.Server
+	metricsLn  net.Listener
 }
 
 // New validates opts and builds a NameServer, loading the KV
@@ -64,11 +70,13 @@ func New(opts Options) (*NameServer, error) {
 			BrokerExpiry: opts.BrokerExpiry,
 			Logger:       opts.Logger,
 		}),
-		kv:   kv,
-		srv:  remoting.NewServer(remoting.ServerOptions{MaxFrameSize: opts.MaxFrameSize, Logger: opts.Logger}),
+		kv: kv,
+		srv: remoting.NewServer(remoting.ServerOptions{MaxFrameSize: opts.MaxFrameSize, Logger: opts.Logger,
+			MaxConnections: opts.MaxConnections, IdleTimeout: opts.IdleTimeout, TLSConfig: opts.TLSConfig}),
 		stop: make(chan struct{}),
 	}
-	processor.New(ns.routes, kv, opts.Logger).Register(ns.srv)
+	ns.metrics = newMetrics(ns)
+	processor.New(ns.routes, kv, opts.Logger).Register(ns.srv, ns.metrics.instrument)
 	return ns, nil
 }
 
@@ -86,6 +94,10 @@ func (ns *NameServer) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", ns.opts.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("nameserver: listen: %w", err)
+	}
+	if err := ns.serveMetrics(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("nameserver: metrics listen: %w", err)
 	}
 	ns.ln = ln
 	ns.started = true
@@ -124,6 +136,7 @@ func (ns *NameServer) scanLoop() {
 		case <-t.C:
 		}
 		expired := ns.routes.Expire()
+		ns.metrics.expired.Add(float64(len(expired)))
 		if len(expired) == 0 {
 			continue
 		}
@@ -177,6 +190,11 @@ func (ns *NameServer) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	err := ns.srv.Shutdown(ctx)
+	if ns.metricsSrv != nil {
+		if merr := ns.metricsSrv.Shutdown(ctx); merr != nil && err == nil {
+			err = merr
+		}
+	}
 	ns.wg.Wait()
 	ns.log.Info("nameserver stopped")
 	if err != nil {

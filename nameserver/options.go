@@ -1,6 +1,7 @@
 package nameserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ const (
 	DefaultListenAddr   = "0.0.0.0:9876"
 	DefaultScanInterval = 10 * time.Second
 	DefaultBrokerExpiry = routeinfo.DefaultBrokerExpiry
+	DefaultIdleTimeout  = 120 * time.Second
 )
 
 // Options configures a NameServer. Start from DefaultOptions.
@@ -33,6 +35,18 @@ type Options struct {
 	// MaxFrameSize bounds incoming frames; 0 takes the transport default
 	// (16 MiB, as RocketMQ).
 	MaxFrameSize int
+	// MetricsListenAddr, when set, is the host:port serving Prometheus
+	// /metrics and /healthz over HTTP (port 0 picks a free port, see
+	// NameServer.MetricsAddr). Empty serves no metrics.
+	MetricsListenAddr string
+	// MaxConnections bounds open client connections (0: no bound); more
+	// are closed on accept.
+	MaxConnections int
+	// IdleTimeout closes a connection silent for that long (RocketMQ's
+	// serverChannelMaxIdleTimeSeconds, 120 s by default; 0 disables).
+	IdleTimeout time.Duration
+	// TLSConfig, if set, makes the port speak TLS only.
+	TLSConfig *tls.Config
 	// Logger receives the daemon's events; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock used for broker liveness; nil means time.Now.
@@ -47,6 +61,7 @@ func DefaultOptions() Options {
 		ListenAddr:   DefaultListenAddr,
 		ScanInterval: DefaultScanInterval,
 		BrokerExpiry: DefaultBrokerExpiry,
+		IdleTimeout:  DefaultIdleTimeout,
 	}
 }
 
@@ -69,6 +84,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: broker expiry %v must be positive", ErrInvalidOptions, o.BrokerExpiry)
 	case o.MaxFrameSize < 0:
 		return fmt.Errorf("%w: max frame size %d < 0", ErrInvalidOptions, o.MaxFrameSize)
+	case o.MaxConnections < 0 || o.IdleTimeout < 0:
+		return fmt.Errorf("%w: max connections %d / idle timeout %v < 0", ErrInvalidOptions, o.MaxConnections, o.IdleTimeout)
 	}
 	return nil
 }

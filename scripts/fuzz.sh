@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target of the codec, the store and the broker filters
-# for the given time each (default 30s). Seed corpora already run in `make test`.
+# Runs every Fuzz* target found in *_fuzz_test.go files (codec, header
+# decoders, properties and config parsers, store records, SQL92 filters,
+# ACL file, HA protocol, ...) for the given time each (default 30s). Seed
+# corpora (f.Add and testdata/fuzz) already run in `make test`.
 set -euo pipefail
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 t=${1:-30s}

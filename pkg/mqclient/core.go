@@ -67,7 +67,7 @@ func newCore(s settings) *core {
 	c := &core{
 		s:        s,
 		log:      s.logger,
-		rc:       remoting.NewClient(remoting.ClientOptions{Logger: s.logger}),
+		rc:       remoting.NewClient(s.remotingOptions()),
 		clientID: ip + "@" + inst,
 		ids:      protocol.NewUniqIDGenerator(addr, os.Getpid(), binary.BigEndian.Uint32(rnd[:])),
 		routes:   map[string]*route{},

@@ -1,6 +1,7 @@
 package mqclient
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -52,6 +53,8 @@ type settings struct {
 	logger       *slog.Logger
 	instanceName string
 	clientIP     string
+	credentials  Credentials // credentials.go
+	tlsConfig    *tls.Config
 
 	// timing
 	requestTimeout    time.Duration

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,6 +50,7 @@ func NewClient(opts ClientOptions) *Client {
 		maxFrame:     opts.MaxFrameSize,
 		idleTimeout:  opts.IdleTimeout,
 		writeTimeout: opts.WriteTimeout,
+		requestHook:  opts.RequestHook,
 		lookup:       cl.mux.lookup,
 		opaque:       &cl.opaque,
 		limit:        newLimiter(opts.MaxConcurrentRequests),
@@ -141,7 +143,14 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 
 func (cl *Client) dial(ctx context.Context, addr string) (*Conn, error) {
 	d := net.Dialer{Timeout: cl.opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if cl.opts.TLSConfig != nil {
+		td := tls.Dialer{NetDialer: &d, Config: cl.opts.TLSConfig}
+		nc, err = td.DialContext(ctx, "tcp", addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx, "dial "+addr)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,11 @@ var connIDs atomic.Uint64
 type connConfig struct {
 	log          *slog.Logger
 	maxFrame     int
+	maxHeader    int // 0: no bound beyond the frame's
 	idleTimeout  time.Duration
+	frameTimeout time.Duration // 0: none
+	intercept    Interceptor
+	requestHook  func(*protocol.Command)
 	writeTimeout time.Duration
 	lookup       func(code int16) Handler
 	// server selects the server rules: unknown codes are answered
@@ -213,6 +218,16 @@ func (c *Conn) takeFuture(opaque int32) *future {
 // caller's command is never modified.
 func (c *Conn) request(req *protocol.Command, oneway bool) protocol.Command {
 	r := *req
+	if c.cfg.requestHook != nil {
+		// The hook may add fields: give it a map of its own so the
+		// caller's command is left as it was.
+		ext := make(map[string]string, len(req.ExtFields)+3)
+		for k, v := range req.ExtFields {
+			ext[k] = v
+		}
+		r.ExtFields = ext
+		c.cfg.requestHook(&r)
+	}
 	r.Opaque = c.cfg.opaque.Add(1)
 	r.Flag &^= protocol.FlagResponse | protocol.FlagOneway
 	if oneway {
@@ -401,11 +416,17 @@ func (c *Conn) serve() {
 func (c *Conn) readLoop(br *bufio.Reader) error {
 	var lenBuf [4]byte
 	for {
-		if c.cfg.idleTimeout > 0 {
+		switch {
+		case c.cfg.idleTimeout > 0:
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
+		case c.cfg.frameTimeout > 0:
+			_ = c.nc.SetReadDeadline(time.Time{}) // clear the last frame's
 		}
 		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
 			return c.readError(err)
+		}
+		if c.cfg.frameTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.frameTimeout))
 		}
 		total := binary.BigEndian.Uint32(lenBuf[:])
 		if total < 4 || uint64(total) > uint64(c.cfg.maxFrame) {
@@ -415,9 +436,21 @@ func (c *Conn) readLoop(br *bufio.Reader) error {
 		}
 		// A fresh buffer per frame: the decoded Command's Body aliases it
 		// and is handed to a handler or a caller that may keep it.
-		buf := make([]byte, total)
-		if _, err := io.ReadFull(br, buf); err != nil {
+		buf, err := readFrame(br, int(total))
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.cfg.log.Warn("remoting: frame not received in time, closing connection",
+					"conn", c, "length", total, "timeout", c.cfg.frameTimeout)
+				return fmt.Errorf("frame of %d bytes not received within %v: %w", total, c.cfg.frameTimeout, err)
+			}
 			return c.readError(err)
+		}
+		if hl := int(binary.BigEndian.Uint32(buf) & 0xFFFFFF); c.cfg.maxHeader > 0 && hl > c.cfg.maxHeader {
+			herr := fmt.Errorf("%w: header of %d bytes exceeds the limit of %d", ErrHeaderTooLarge, hl, c.cfg.maxHeader)
+			if !c.badFrame(buf, herr) {
+				return herr
+			}
+			continue
 		}
 		cmd, err := protocol.DecodeFrame(buf)
 		if err != nil {
@@ -432,6 +465,33 @@ func (c *Conn) readLoop(br *bufio.Reader) error {
 			c.dispatch(cmd)
 		}
 	}
+}
+
+// frameChunk is the most readFrame allocates ahead of the bytes that
+// actually arrived.
+const frameChunk = 64 << 10
+
+// readFrame reads a frame body of n bytes. Memory grows with the bytes
+// received, not with the length announced: a peer announcing 16 MiB
+// frames on many connections and sending nothing more costs little.
+func readFrame(r io.Reader, n int) ([]byte, error) {
+	if n <= frameChunk {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf := make([]byte, 0, frameChunk)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), n-len(buf)))
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func (c *Conn) readError(err error) error {
@@ -523,13 +583,30 @@ func (c *Conn) run(h Handler, req *protocol.Command) {
 		c.inflight.Add(-1)
 		c.cfg.limit.release()
 	}()
-	resp := c.call(h, req)
+	var resp *protocol.Command
+	if c.cfg.intercept != nil {
+		resp = c.intercepted(req)
+	}
+	if resp == nil {
+		resp = c.call(h, req)
+	}
 	if resp == nil {
 		return
 	}
 	if err := c.Reply(req, resp); err != nil {
 		c.cfg.log.Debug("remoting: reply not sent", "conn", c, "code", req.Code, "opaque", req.Opaque, "err", err)
 	}
+}
+
+// intercepted runs the interceptor; a panic refuses the request.
+func (c *Conn) intercepted(req *protocol.Command) (resp *protocol.Command) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.cfg.log.Error("remoting: interceptor panic", "conn", c, "code", req.Code, "panic", r, "stack", string(debug.Stack()))
+			resp = protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("internal error checking request code %d", req.Code))
+		}
+	}()
+	return c.cfg.intercept(c.ctx, c, req)
 }
 
 // call runs the handler, turning a panic into a SYSTEM_ERROR response.

@@ -55,6 +55,19 @@
 // Client.Close waits for its reader goroutines, not for handlers. A Client
 // redials an address on the next call after its connection closed.
 //
+// # Limits and TLS
+//
+// ServerOptions bound what one peer may cost (docs/security.md): frame
+// size (memory grows with the bytes received, not the length announced),
+// header size (SYSTEM_ERROR "header too large"), open connections (closed
+// on accept), handlers in flight per connection and per server
+// (SYSTEM_BUSY), the time a started frame may take (FrameReadTimeout),
+// silence (IdleTimeout) and a peer that does not read (WriteTimeout).
+// TLSConfig makes a Server TLS-only (handshakes bounded) and a Client dial
+// TLS. ServerOptions.Interceptor sees every request before its handler
+// (the broker's ACL); ClientOptions.RequestHook may amend every request a
+// Client sends (request signing).
+//
 // # Errors
 //
 // Transport errors wrap the sentinels ErrClosed, ErrTimeout (which also

@@ -1,6 +1,8 @@
 package remoting
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -21,7 +23,23 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultDialTimeout bounds connection set-up in the Client.
 	DefaultDialTimeout = 5 * time.Second
+	// DefaultFrameReadTimeout bounds the arrival of one frame once its
+	// length prefix has been read: a peer trickling a frame byte by byte
+	// (slow loris) loses its connection, whatever IdleTimeout says.
+	DefaultFrameReadTimeout = 60 * time.Second
+	// DefaultHandshakeTimeout bounds a TLS handshake.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxHeaderSize bounds the header part of a frame. A RocketMQ
+	// header holds at most a 32 KiB properties string plus a few short
+	// fields; JSON escaping may double it.
+	DefaultMaxHeaderSize = 256 << 10
 )
+
+// Interceptor runs before the handler of a request (in the handler's
+// goroutine, within the in-flight bounds). A non-nil result is sent as the
+// response and the handler is skipped; nil lets the request through. The
+// broker's ACL is one. It must be safe for concurrent use.
+type Interceptor func(ctx context.Context, c *Conn, req *protocol.Command) *protocol.Command
 
 // ServerOptions configures a Server. The zero value is valid: every zero
 // field takes the default named in its comment.
@@ -47,6 +65,23 @@ type ServerOptions struct {
 	// long has its connection closed. Default DefaultWriteTimeout; a
 	// negative value disables it.
 	WriteTimeout time.Duration
+	// FrameReadTimeout bounds the time between a frame's length prefix and
+	// its last byte. Default DefaultFrameReadTimeout; negative disables.
+	FrameReadTimeout time.Duration
+	// MaxConnections bounds the open connections; a connection accepted
+	// beyond it is closed at once (and logged). 0 means no bound.
+	MaxConnections int
+	// MaxHeaderSize bounds a frame's header; a larger one is answered
+	// SYSTEM_ERROR ("header too large"), the connection stays open.
+	// Default DefaultMaxHeaderSize.
+	MaxHeaderSize int
+	// TLSConfig, if set, makes the server speak TLS on every listener
+	// (it needs Certificates; set ClientAuth and ClientCAs for mutual
+	// TLS). Handshakes are bounded by DefaultHandshakeTimeout.
+	TLSConfig *tls.Config
+	// Interceptor, if set, sees every request with a registered handler
+	// before the handler runs.
+	Interceptor Interceptor
 }
 
 // Validate reports the first invalid field.
@@ -60,6 +95,12 @@ func (o ServerOptions) Validate() error {
 		return fmt.Errorf("%w: MaxConcurrentRequestsPerConn %d < 0", ErrInvalidOptions, o.MaxConcurrentRequestsPerConn)
 	case o.IdleTimeout < 0:
 		return fmt.Errorf("%w: IdleTimeout %v < 0", ErrInvalidOptions, o.IdleTimeout)
+	case o.MaxConnections < 0:
+		return fmt.Errorf("%w: MaxConnections %d < 0", ErrInvalidOptions, o.MaxConnections)
+	case o.MaxHeaderSize < 0:
+		return fmt.Errorf("%w: MaxHeaderSize %d < 0", ErrInvalidOptions, o.MaxHeaderSize)
+	case o.TLSConfig != nil && len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil:
+		return fmt.Errorf("%w: TLSConfig has no certificate", ErrInvalidOptions)
 	}
 	return nil
 }
@@ -79,6 +120,12 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.FrameReadTimeout == 0 {
+		o.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if o.MaxHeaderSize == 0 {
+		o.MaxHeaderSize = DefaultMaxHeaderSize
 	}
 	return o
 }
@@ -104,6 +151,14 @@ type ClientOptions struct {
 	// WriteTimeout bounds each write. Default DefaultWriteTimeout; a
 	// negative value disables it.
 	WriteTimeout time.Duration
+	// TLSConfig, if set, makes the client dial TLS (set RootCAs to trust
+	// a private CA, ServerName when dialling by IP, Certificates for
+	// mutual TLS). The handshake is part of the dial.
+	TLSConfig *tls.Config
+	// RequestHook, if set, may modify every request (and oneway request)
+	// this client sends, just before it is encoded: it gets a copy that
+	// the transport owns. Request signing (ACL credentials) uses it.
+	RequestHook func(req *protocol.Command)
 }
 
 // Validate reports the first invalid field.

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ type Server struct {
 	onConnect    []func(*Conn)
 	onDisconnect []func(*Conn)
 	shutdown     bool
+	refused      uint64         // connections refused by MaxConnections
 	connWG       sync.WaitGroup // per-connection goroutines; Add under mu while !shutdown
 }
 
@@ -50,6 +52,9 @@ func NewServer(opts ServerOptions) *Server {
 	s.cfg = connConfig{
 		log:          opts.Logger,
 		maxFrame:     opts.MaxFrameSize,
+		maxHeader:    opts.MaxHeaderSize,
+		frameTimeout: max(opts.FrameReadTimeout, 0),
+		intercept:    opts.Interceptor,
 		idleTimeout:  opts.IdleTimeout,
 		writeTimeout: opts.WriteTimeout,
 		lookup:       s.mux.lookup,
@@ -112,6 +117,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	if s.opts.TLSConfig != nil {
+		ln = tls.NewListener(ln, s.opts.TLSConfig)
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
@@ -161,6 +169,18 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if s.opts.MaxConnections > 0 && len(s.conns) >= s.opts.MaxConnections {
+		s.refused++
+		n := s.refused
+		s.mu.Unlock()
+		nc.Close()
+		// Log the first refusal and then every 1000th, not a flood.
+		if n%1000 == 1 {
+			s.log.Warn("remoting: connection refused", "remote", nc.RemoteAddr(),
+				"err", fmt.Errorf("%w (limit %d)", ErrTooManyConnections, s.opts.MaxConnections), "refused", n)
+		}
+		return
+	}
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	onConnect := s.onConnect
@@ -177,6 +197,17 @@ func (s *Server) startConn(nc net.Conn) {
 	go func() {
 		defer s.connWG.Done()
 		s.log.Debug("remoting: connection accepted", "conn", c)
+		if tc, ok := nc.(*tls.Conn); ok {
+			// Handshake here, bounded, so a peer that opens a socket and
+			// never speaks TLS cannot hold a goroutine forever.
+			_ = tc.SetDeadline(time.Now().Add(DefaultHandshakeTimeout))
+			if err := tc.Handshake(); err != nil {
+				s.log.Warn("remoting: TLS handshake failed", "remote", nc.RemoteAddr(), "err", err)
+				c.closeWith(fmt.Errorf("TLS handshake: %w", err))
+				return
+			}
+			_ = tc.SetDeadline(time.Time{})
+		}
 		for _, h := range onConnect {
 			h(c)
 		}

@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type ClientOptions struct {
 	// master never sends one, so it means the two sizes differ.
 	SegmentSize int64
 	Logger      *slog.Logger
+	// TLSConfig, if set, makes the slave dial the master's HA port over
+	// TLS (the master must run ServerOptions.TLSConfig).
+	TLSConfig *tls.Config
 }
 
 func (o *ClientOptions) setDefaults() {
@@ -276,7 +280,13 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 	c.cancel = cancel
 	c.mu.Unlock()
 	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	if c.opts.TLSConfig != nil {
+		td := tls.Dialer{NetDialer: &d, Config: c.opts.TLSConfig}
+		nc, err = td.DialContext(ctx, "tcp", addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return false, err
 	}

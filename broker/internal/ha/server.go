@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,9 @@ type ServerOptions struct {
 	// 30 s; negative disables).
 	StatusLogInterval time.Duration
 	Logger            *slog.Logger
+	// TLSConfig, if set, makes the HA port speak TLS (slaves must dial
+	// with ClientOptions.TLSConfig). Handshakes are bounded by ReadTimeout.
+	TLSConfig *tls.Config
 }
 
 // Defaults.
@@ -154,6 +158,9 @@ func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("ha: listen: %w", err)
+	}
+	if s.opts.TLSConfig != nil {
+		ln = tls.NewListener(ln, s.opts.TLSConfig)
 	}
 	s.mu.Lock()
 	if s.closed || s.ln != nil {

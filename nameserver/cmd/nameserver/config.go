@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/nameserver"
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/props"
 )
 
@@ -21,6 +22,13 @@ type config struct {
 	kvConfigPath                string
 	scanNotActiveBrokerInterval string // milliseconds
 	brokerChannelExpiredTime    string // milliseconds
+	// limits and TLS (docs/security.md)
+	serverChannelMaxIdleTimeSeconds string
+	serverMaxConnections            string
+	tlsEnable                       string
+	tlsCertPath                     string
+	tlsKeyPath                      string
+	tlsClientCAPath                 string
 }
 
 // Supported property keys. RocketMQ's names are kept where they exist
@@ -33,6 +41,13 @@ var keys = map[string]func(c *config) *string{
 	"kvConfigPath":                func(c *config) *string { return &c.kvConfigPath },
 	"scanNotActiveBrokerInterval": func(c *config) *string { return &c.scanNotActiveBrokerInterval },
 	"brokerChannelExpiredTime":    func(c *config) *string { return &c.brokerChannelExpiredTime },
+	// Limits and TLS: RocketMQ's idle key, Tide's others (docs/security.md).
+	"serverChannelMaxIdleTimeSeconds": func(c *config) *string { return &c.serverChannelMaxIdleTimeSeconds },
+	"serverMaxConnections":            func(c *config) *string { return &c.serverMaxConnections },
+	"tlsEnable":                       func(c *config) *string { return &c.tlsEnable },
+	"tlsCertPath":                     func(c *config) *string { return &c.tlsCertPath },
+	"tlsKeyPath":                      func(c *config) *string { return &c.tlsKeyPath },
+	"tlsClientCAPath":                 func(c *config) *string { return &c.tlsClientCAPath },
 }
 
 // defaultConfig mirrors nameserver.DefaultOptions, plus Java's default KV
@@ -84,6 +99,9 @@ func (c *config) options(logger *slog.Logger) (nameserver.Options, error) {
 	if o.BrokerExpiry, err = millis("brokerChannelExpiredTime", c.brokerChannelExpiredTime); err != nil {
 		return o, err
 	}
+	if err := c.security(&o); err != nil {
+		return o, err
+	}
 	o.Logger = logger
 	if err := o.Validate(); err != nil {
 		return o, err
@@ -97,4 +115,38 @@ func millis(key, v string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad %s %q: want milliseconds in 1..86400000", key, v)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// security applies the limit and TLS keys.
+func (c *config) security(o *nameserver.Options) error {
+	if c.serverChannelMaxIdleTimeSeconds != "" {
+		n, err := strconv.Atoi(c.serverChannelMaxIdleTimeSeconds)
+		if err != nil || n < 0 {
+			return fmt.Errorf("bad serverChannelMaxIdleTimeSeconds %q: want seconds >= 0", c.serverChannelMaxIdleTimeSeconds)
+		}
+		o.IdleTimeout = time.Duration(n) * time.Second
+	}
+	if c.serverMaxConnections != "" {
+		n, err := strconv.Atoi(c.serverMaxConnections)
+		if err != nil || n < 0 {
+			return fmt.Errorf("bad serverMaxConnections %q: want a count >= 0", c.serverMaxConnections)
+		}
+		o.MaxConnections = n
+	}
+	if c.tlsEnable == "" {
+		return nil
+	}
+	on, err := strconv.ParseBool(c.tlsEnable)
+	if err != nil {
+		return fmt.Errorf("bad tlsEnable %q: want true or false", c.tlsEnable)
+	}
+	if on {
+		if c.tlsCertPath == "" || c.tlsKeyPath == "" {
+			return fmt.Errorf("tlsEnable needs tlsCertPath and tlsKeyPath")
+		}
+		if o.TLSConfig, err = remoting.ServerTLSFiles(c.tlsCertPath, c.tlsKeyPath, c.tlsClientCAPath); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, started func(addr
 	confFile := fs.String("c", "", "properties `file` with RocketMQ key names (listenPort, bindAddress, kvConfigPath, ...)")
 	port := fs.String("p", "", "listen `port` (overrides listenPort; default 9876)")
 	bind := fs.String("b", "", "bind `address` (overrides bindAddress; default 0.0.0.0)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics and /healthz over HTTP on `host:port` (default off)")
 	healthcheck := fs.String("healthcheck", "", "probe the daemon at `host:port` and exit 0 if it answers (container healthchecks)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, started func(addr
 		return err
 	}
 
+	opts.MetricsListenAddr = *metricsAddr
 	ns, err := nameserver.New(opts)
 	if err != nil {
 		return err

@@ -32,9 +32,10 @@ func New(routes *routeinfo.Table, kv *kvconfig.Store, log *slog.Logger) *Process
 }
 
 // Register installs the handlers on s, and a disconnect hook that drops
-// the brokers registered on a closing connection. Codes not listed are
+// the brokers registered on a closing connection; wrap, when not nil,
+// wraps each handler (metrics). Codes not listed are
 // answered REQUEST_CODE_NOT_SUPPORTED by the transport.
-func (p *Processor) Register(s *remoting.Server) {
+func (p *Processor) Register(s *remoting.Server, wrap func(code int16, h remoting.HandlerFunc) remoting.HandlerFunc) {
 	handlers := map[int16]remoting.HandlerFunc{
 		protocol.RegisterBroker:                p.registerBroker,
 		protocol.UnregisterBroker:              p.unregisterBroker,
@@ -50,6 +51,9 @@ func (p *Processor) Register(s *remoting.Server) {
 		protocol.GetKVListByNamespace:          p.getKVListByNamespace,
 	}
 	for code, h := range handlers {
+		if wrap != nil {
+			h = wrap(code, h)
+		}
 		s.HandleFunc(code, h)
 	}
 	s.OnDisconnect(func(c *remoting.Conn) { p.routes.RemoveConn(c.ID()) })

@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tidemq/tide/broker/internal/acl"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// aclReloadInterval is how often the ACL file is checked for changes.
+var aclReloadInterval = acl.DefaultReloadInterval
+
+// AclFile returns the ACL file the broker reads when AclEnable is set:
+// PlainAclFile if given, else $ROCKETMQ_HOME/conf/plain_acl.yml when
+// ROCKETMQ_HOME is set (RocketMQ's location), else
+// <storePathRootDir>/config/plain_acl.yml.
+func (o *Options) AclFile() string {
+	switch {
+	case o.PlainAclFile != "":
+		return o.PlainAclFile
+	case os.Getenv("ROCKETMQ_HOME") != "":
+		return filepath.Join(os.Getenv("ROCKETMQ_HOME"), "conf", "plain_acl.yml")
+	}
+	return filepath.Join(o.Store.StorePathRootDir, "config", "plain_acl.yml")
+}
+
+// securityProblems validates the security and limit options.
+func (o *Options) securityProblems() []string {
+	var errs []string
+	if o.TLSEnable && (o.TLSCertPath == "" || o.TLSKeyPath == "") {
+		errs = append(errs, "tlsEnable needs tlsCertPath and tlsKeyPath")
+	}
+	if o.TLSClientAuth && o.TLSCAPath == "" {
+		errs = append(errs, "tlsClientAuth needs tlsCAPath")
+	}
+	for k, v := range map[string]int{"serverMaxConnections": o.ServerMaxConnections,
+		"serverChannelMaxIdleTimeSeconds": o.ServerChannelMaxIdleTimeSeconds, "serverMaxInFlightPerConn": o.ServerMaxInFlightPerConn,
+		"serverMaxHeaderSize": o.ServerMaxHeaderSize, "serverFrameReadTimeoutMillis": o.ServerFrameReadTimeoutMillis} {
+		if v < 0 {
+			errs = append(errs, fmt.Sprintf("%s %d is negative", k, v))
+		}
+	}
+	return errs
+}
+
+// security is what the broker loaded for ACL and TLS in New.
+type security struct {
+	acl       *acl.Validator // nil: ACL off
+	serverTLS *tls.Config    // nil: plain TCP
+	clientTLS *tls.Config
+}
+
+func loadSecurity(o Options, log *slog.Logger) (security, error) {
+	var s security
+	if o.TLSEnable {
+		ca := ""
+		if o.TLSClientAuth {
+			ca = o.TLSCAPath
+		}
+		var err error
+		if s.serverTLS, err = remoting.ServerTLSFiles(o.TLSCertPath, o.TLSKeyPath, ca); err != nil {
+			return s, err
+		}
+		cert, key := "", ""
+		if o.TLSClientAuth {
+			cert, key = o.TLSCertPath, o.TLSKeyPath
+		}
+		if s.clientTLS, err = remoting.ClientTLSFiles(o.TLSCAPath, cert, key, ""); err != nil {
+			return s, err
+		}
+	}
+	if o.AclEnable {
+		v, err := acl.Open(o.AclFile(), aclReloadInterval, log)
+		if err != nil {
+			return s, fmt.Errorf("aclEnable: %w", err)
+		}
+		s.acl = v
+	}
+	return s, nil
+}
+
+func (s *security) close() {
+	if s.acl != nil {
+		s.acl.Close()
+	}
+}
+
+// serverOptions are the client port's transport options.
+func (b *Broker) serverOptions() remoting.ServerOptions {
+	o := b.opts
+	so := remoting.ServerOptions{
+		MaxFrameSize:                 o.ServerSocketMaxFrame,
+		Logger:                       b.log,
+		MaxConnections:               o.ServerMaxConnections,
+		IdleTimeout:                  time.Duration(o.ServerChannelMaxIdleTimeSeconds) * time.Second,
+		MaxConcurrentRequestsPerConn: o.ServerMaxInFlightPerConn,
+		MaxHeaderSize:                o.ServerMaxHeaderSize,
+		FrameReadTimeout:             time.Duration(o.ServerFrameReadTimeoutMillis) * time.Millisecond,
+		TLSConfig:                    b.sec.serverTLS,
+	}
+	if b.sec.acl != nil {
+		so.Interceptor = b.checkACL
+	}
+	return so
+}
+
+// clientOptions are the options of the broker's outgoing client
+// (NameServers, and the master for a slave's metadata sync).
+func (b *Broker) clientOptions() remoting.ClientOptions {
+	return remoting.ClientOptions{Logger: b.log, TLSConfig: b.sec.clientTLS}
+}
+
+// checkACL is the client port's interceptor when aclEnable is set. A
+// refused request is answered NO_PERMISSION with the reason, and its
+// handler never runs: nothing is stored or returned.
+func (b *Broker) checkACL(_ context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	err := b.sec.acl.Check(acl.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body, Remote: remoteIP(c.RemoteAddr())})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, acl.ErrDenied) {
+		return b.errorResponse(c, req, protocol.SystemError, "acl: %v", err)
+	}
+	return b.errorResponse(c, req, protocol.NoPermission, "%v", err)
+}
+
+func remoteIP(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// OpenConnections returns the number of open client-port connections.
+func (b *Broker) OpenConnections() int {
+	if b.server == nil {
+		return 0
+	}
+	return len(b.server.Conns())
+}

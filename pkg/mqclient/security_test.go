@@ -1,0 +1,139 @@
+package mqclient_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/tlstest"
+)
+
+const clientACL = `
+accounts:
+  - accessKey: adminKey
+    secretKey: adminSecret
+    admin: true
+  - accessKey: appKey1
+    secretKey: appSecret
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+`
+
+// TestCredentials: Tide's client signs requests that a broker with
+// aclEnable verifies; wrong or missing credentials are refused with the
+// reason.
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(clientACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := nameservertest.Start(t)
+	b := brokertest.Start(t, ns, func(o *broker.Options) { o.AclEnable = true; o.PlainAclFile = path })
+	e := &env{ns: ns, broker: b}
+	adminCreds := mqclient.WithCredentials(mqclient.Credentials{AccessKey: "adminKey", SecretKey: "adminSecret"})
+	a, err := mqclient.NewAdmin(e.fast(adminCreds)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	e.admin = a
+	topic := e.topic(t, 2)
+
+	app := mqclient.WithCredentials(mqclient.Credentials{AccessKey: "appKey1", SecretKey: "appSecret"})
+	rec := newRecorder()
+	e.consumer(t, "cg_creds", topic, rec.handle, app, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	p := e.producer(t, app)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("signed")}); err != nil {
+		t.Fatalf("signed send: %v", err)
+	}
+	waitFor(t, 20*time.Second, "the signed message consumed", func() bool { return rec.distinct() == 1 })
+
+	for name, c := range map[string]struct {
+		opts []mqclient.Option
+		why  string
+	}{
+		"wrong secret": {[]mqclient.Option{mqclient.WithCredentials(mqclient.Credentials{AccessKey: "appKey1", SecretKey: "nope-nope"})}, "signature"},
+		"none":         {nil, "No accessKey"},
+	} {
+		bad := e.producer(t, append(c.opts, mqclient.WithRetries(0))...)
+		_, err := bad.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("refused")})
+		if err == nil || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: send err %v, want a refusal mentioning %q", name, err, c.why)
+		}
+	}
+	// A non-admin may not create topics.
+	plain, err := mqclient.NewAdmin(e.fast(app)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Shutdown(context.Background())
+	if err := plain.CreateTopic(ctx, "NotAllowed", mqclient.TopicConfig{Queues: 1}); err == nil || !strings.Contains(err.Error(), "admin") {
+		t.Errorf("non-admin CreateTopic: %v", err)
+	}
+}
+
+// TestTLS: NameServer and broker on TLS only; Tide's client with WithTLS
+// produces and consumes; the broker registers over TLS too.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	certs := tlstest.New(t)
+	ns := nameservertest.Start(t, func(o *nameserver.Options) { o.TLSConfig = certs.ServerConfig(false) })
+	b := brokertest.Start(t, ns, func(o *broker.Options) {
+		o.TLSEnable, o.TLSCertPath, o.TLSKeyPath, o.TLSCAPath = true, certs.Files.ServerCert, certs.Files.ServerKey, certs.Files.CA
+	})
+	e := &env{ns: ns, broker: b}
+	tlsOpt := mqclient.WithTLS(certs.ClientConfig())
+	a, err := mqclient.NewAdmin(e.fast(tlsOpt)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	e.admin = a
+	topic := e.topic(t, 2)
+	rec := newRecorder()
+	e.consumer(t, "cg_tls", topic, rec.handle, tlsOpt, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	p := e.producer(t, tlsOpt)
+	for i := 0; i < 3; i++ {
+		if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("over tls")}); err != nil {
+			t.Fatalf("send over TLS: %v", err)
+		}
+	}
+	waitFor(t, 20*time.Second, "3 messages consumed over TLS", func() bool { return rec.distinct() == 3 })
+
+	// A plain client gets nowhere.
+	plain, err := mqclient.NewProducer(e.fast(mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Start(ctx); err == nil {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = plain.Send(sctx, &mqclient.Message{Topic: topic, Body: []byte("plain")})
+		scancel()
+		plain.Shutdown(context.Background())
+		if err == nil {
+			t.Error("plain-TCP send to a TLS cluster succeeded")
+		}
+	}
+}
