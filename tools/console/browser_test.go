@@ -1,0 +1,177 @@
+package console_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// screenshots, when set, is the directory the browser test writes
+// console-<page>.png into (make console-screenshots uses docs/images).
+var screenshots = flag.String("screenshots", os.Getenv("TIDE_CONSOLE_SCREENSHOTS"), "directory to write page screenshots into")
+
+// chromium finds a Chromium or Chrome binary. Without one the test is
+// skipped, except in CI (CI=true), where it must run.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium found: install the Debian packages chromium and chromium-driver to run the browser test"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + " (CI=true: required)")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestBrowser drives the console's main pages in a real headless Chromium:
+// it reads them as a user would, follows links, submits the search and
+// resend forms, and checks what the pages show.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	f := newFixture(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.WindowSize(1400, 900),
+		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	// The resend form asks for confirmation: accept every dialog.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	go acceptDialogs(ctx)
+
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	shot := func(name string) {
+		t.Helper()
+		if *screenshots == "" {
+			return
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, "console-"+name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contains := func(where, got string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s: %q not in:\n%s", where, w, got)
+			}
+		}
+	}
+
+	// Cluster: wait until the sampler has a put rate to show.
+	run("cluster", chromedp.Navigate(f.base+"/cluster"), chromedp.WaitVisible(chromedp.CSS(".card.broker")))
+	waitFor(t, "put TPS on the cluster page", func() bool {
+		run("reload", chromedp.Navigate(f.base+"/cluster"), chromedp.WaitVisible(chromedp.CSS(".put-tps")))
+		return text(".put-tps") != "–"
+	})
+	contains("cluster", text(".card.broker"), "broker-a", "ASYNC_MASTER", f.broker, "Disk used", "1 slave(s)")
+	shot("cluster")
+
+	// Topics → order-events by following the link.
+	run("topics", chromedp.Navigate(f.base+"/topics"), chromedp.WaitVisible(chromedp.CSS("#topics")))
+	contains("topics", text("#topics"), "order-events", "inventory-events", "payment-events")
+	shot("topics")
+	run("open topic", chromedp.Click(`//table[@id="topics"]//a[text()="order-events"]`),
+		chromedp.WaitVisible(chromedp.CSS("#queues")))
+	contains("topic", text("h1"), "order-events")
+	contains("topic groups", text("#groups"), "inventory-service", "payment-service")
+	shot("topic")
+
+	// Consumer group page with members and lag.
+	run("group", chromedp.Navigate(f.base+"/groups/inventory-service"), chromedp.WaitVisible(chromedp.CSS("#lag")))
+	contains("group members", text("#members"), "127.0.0.1", "GO")
+	contains("group lag", text("#total-lag"), "0")
+	shot("group")
+	run("groups", chromedp.Navigate(f.base+"/groups"), chromedp.WaitVisible(chromedp.CSS("#groups")))
+	contains("groups", text("#groups"), "inventory-service", "payment-service", "DLQ")
+
+	// Message search by key through the form, then the message's page.
+	run("search", chromedp.Navigate(f.base+"/messages"), chromedp.WaitVisible(chromedp.CSS("#search")),
+		chromedp.SetValue(chromedp.CSS(`#search input[name=topic]`), "order-events"),
+		chromedp.SetValue(chromedp.CSS(`#search input[name=key]`), f.order),
+		chromedp.Submit(chromedp.CSS(`#search`)), chromedp.WaitVisible(chromedp.CSS("#results")))
+	contains("search results", text("#results"), "OrderCreated", "OrderPaid", f.created.MsgID)
+	shot("messages")
+	run("open message", chromedp.Click(`//table[@id="results"]//a[text()="`+f.created.MsgID+`"]`),
+		chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	contains("message properties", text("#properties"), "traceparent", "UNIQ_KEY")
+	contains("message deliveries", text("#deliveries"), "inventory-service", "consumed", "payment-service", "dead-lettered")
+	shot("message")
+
+	// Order timeline.
+	run("order", chromedp.Navigate(f.base+"/orders"), chromedp.WaitVisible(chromedp.CSS(`input[name=id]`)),
+		chromedp.SetValue(chromedp.CSS(`input[name=id]`), f.order), chromedp.Submit(chromedp.CSS(`input[name=id]`)),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	tl := text("#timeline")
+	contains("order timeline", tl, "OrderCreated", "StockReserved", "PaymentSucceeded", "OrderPaid", "payment-service: dead-lettered",
+		"inventory-service: retried")
+	if strings.Index(tl, "OrderCreated") > strings.Index(tl, "OrderPaid") {
+		t.Fatalf("timeline out of order:\n%s", tl)
+	}
+	contains("order summary", text("#event-count"), "4")
+	shot("order")
+
+	// Pending half messages.
+	run("half", chromedp.Navigate(f.base+"/half"), chromedp.WaitVisible(chromedp.CSS("#half")))
+	contains("half", text("#half"), "payment-producer", "payment-events", "pending")
+	shot("half")
+
+	// DLQ: select the dead letter, name the operator, resend.
+	run("dlq", chromedp.Navigate(f.base+"/dlq?group=payment-service"), chromedp.WaitVisible(chromedp.CSS("#letters")))
+	contains("dlq", text("#letters"), "order-events", "OrderCreated", f.order)
+	shot("dlq")
+	run("resend", chromedp.Click(chromedp.CSS(`#letters input.all`)),
+		chromedp.SetValue(chromedp.CSS(`#resend input[name=operator]`), "alice"),
+		chromedp.Click(chromedp.CSS(`#resend button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS("#resend-results")))
+	contains("resend flash", text("#flash"), "Resent 1 of 1", "alice")
+	contains("resend results", text("#resend-results"), f.dlq, "%RETRY%payment-service", "OK")
+	shot("dlq-resend")
+}
+
+// acceptDialogs answers every JavaScript dialog (the confirm() of action
+// forms) with OK, until ctx ends.
+func acceptDialogs(ctx context.Context) {
+	for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+		if err != nil {
+			return
+		}
+		if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil {
+			return
+		}
+	}
+}

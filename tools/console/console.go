@@ -1,0 +1,258 @@
+// Package console is Tide's web console: a small HTTP server that shows a
+// cluster (brokers, topics, consumer groups, messages, dead letters,
+// pending half messages and, for the demo, one timeline per order id) by
+// querying the NameServers and brokers over the RocketMQ remoting
+// protocol. Every page has a JSON twin under /api/. Pages are rendered
+// with html/template from embedded files: no CDN, no JavaScript build.
+//
+// Write actions (offset reset, dead letter resend, half message decisions)
+// are POST forms that name an operator; each is logged as an audit record
+// and, for half messages, also by the broker.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+)
+
+// Sentinel errors.
+var (
+	// ErrInvalidOptions: Options.Validate rejected a field.
+	ErrInvalidOptions = errors.New("console: invalid options")
+	// ErrState: Start was called twice, or after Shutdown.
+	ErrState = errors.New("console: wrong state")
+	// ErrBadRequest: a page was asked for with missing or malformed
+	// parameters (answered 400).
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotFound: the thing asked for does not exist (answered 404).
+	ErrNotFound = errors.New("not found")
+)
+
+// DefaultOrderTopics are the demo's topics whose messages carry the order
+// id as a key (api/event/v1).
+var DefaultOrderTopics = []string{"order-events", "inventory-events", "payment-events", "order-cancel-timer"}
+
+// Options configures a Server.
+type Options struct {
+	// ListenAddr is the HTTP host:port; port 0 picks a free one (see Addr).
+	ListenAddr string
+	// NameServers are the NameServer addresses (host:port).
+	NameServers []string
+	// RequestTimeout bounds each protocol request. Default 5 s.
+	RequestTimeout time.Duration
+	// SampleInterval is how often broker totals and topic offsets are
+	// sampled to compute TPS. Default 5 s; negative disables sampling
+	// (rates are then computed from page views only).
+	SampleInterval time.Duration
+	// OrderTopics are searched by the order view. Default DefaultOrderTopics.
+	OrderTopics []string
+	// ReconcileURLs are base URLs of services exposing GET
+	// /v1/reconcile/runs; the order view shows their answers. Optional.
+	ReconcileURLs []string
+	// ResendRate bounds dead letter resends per second. Default 10.
+	ResendRate float64
+	// Logger receives request errors and audit records; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the defaults: port 8080 on every interface.
+func DefaultOptions() Options {
+	return Options{ListenAddr: ":8080", RequestTimeout: 5 * time.Second, SampleInterval: 5 * time.Second,
+		OrderTopics: DefaultOrderTopics, ResendRate: 10}
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalidOptions.
+func (o Options) Validate() error {
+	if len(o.NameServers) == 0 {
+		return fmt.Errorf("%w: no NameServer address (flag -n or NAMESRV_ADDR)", ErrInvalidOptions)
+	}
+	for _, a := range o.NameServers {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%w: NameServer address %q: %v", ErrInvalidOptions, a, err)
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.ListenAddr); err != nil {
+		return fmt.Errorf("%w: listen address %q: %v", ErrInvalidOptions, o.ListenAddr, err)
+	}
+	if o.RequestTimeout <= 0 {
+		return fmt.Errorf("%w: request timeout must be positive", ErrInvalidOptions)
+	}
+	if o.ResendRate <= 0 || o.ResendRate > 10000 {
+		return fmt.Errorf("%w: resend rate must be in (0, 10000]", ErrInvalidOptions)
+	}
+	for _, u := range o.ReconcileURLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("%w: reconcile URL %q must start with http:// or https://", ErrInvalidOptions, u)
+		}
+	}
+	return nil
+}
+
+// Server is the console daemon: New, Start, Shutdown. Its methods are safe
+// for concurrent use.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	admin *mqclient.Admin
+	pull  *mqclient.PullConsumer
+	prod  *mqclient.Producer
+	rates *sampler
+	pages *pages
+	http  *http.Client
+
+	mu      sync.Mutex
+	state   int // 0 new, 1 running, 2 stopped
+	srv     *http.Server
+	ln      net.Listener
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	resendM sync.Mutex // one resend batch at a time keeps the rate limit global
+}
+
+// New validates opts and builds a Server; it connects to nothing yet.
+func New(opts Options) (*Server, error) {
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 5 * time.Second
+	}
+	if opts.SampleInterval == 0 {
+		opts.SampleInterval = 5 * time.Second
+	}
+	if opts.ResendRate == 0 {
+		opts.ResendRate = 10
+	}
+	if opts.OrderTopics == nil {
+		opts.OrderTopics = DefaultOrderTopics
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	pg, err := loadPages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: opts.Logger, pages: pg, rates: newSampler(), stop: make(chan struct{}),
+		http: &http.Client{Timeout: opts.RequestTimeout}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	common := []mqclient.Option{mqclient.WithNameServers(opts.NameServers...), mqclient.WithRequestTimeout(opts.RequestTimeout),
+		mqclient.WithLogger(quiet)}
+	if s.admin, err = mqclient.NewAdmin(common...); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	instance := mqclient.WithInstanceName(fmt.Sprintf("tide-console-%d", time.Now().UnixNano()))
+	if s.pull, err = mqclient.NewPullConsumer("TOOLS_CONSUMER", append(common, instance)...); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	if s.prod, err = mqclient.NewProducer(append(common, instance, mqclient.WithProducerGroup("TOOLS_PRODUCER"),
+		mqclient.WithSendTimeout(opts.RequestTimeout))...); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	return s, nil
+}
+
+// Start starts the protocol clients, listens on ListenAddr and serves in
+// the background until Shutdown. It returns once the listener is open.
+// The NameServers need not be reachable yet: pages report the error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != 0 {
+		return ErrState
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.opts.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("console: listen: %w", err)
+	}
+	for _, c := range []interface{ Start(context.Context) error }{s.admin, s.pull, s.prod} {
+		if err := c.Start(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("console: %w", err)
+		}
+	}
+	s.ln = ln
+	s.state = 1
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("console: serve", "err", err)
+		}
+	}()
+	if s.opts.SampleInterval > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.sampleLoop()
+		}()
+	}
+	s.log.Info("console started", "addr", ln.Addr().String(), "namesrv", strings.Join(s.opts.NameServers, ";"))
+	return nil
+}
+
+// Addr returns the HTTP address being listened on, or "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Shutdown stops accepting requests, lets running ones finish (bounded by
+// ctx), stops sampling and closes the protocol clients. Safe to call more
+// than once and before Start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state == 2 {
+		s.mu.Unlock()
+		return nil
+	}
+	running := s.state == 1
+	s.state = 2
+	close(s.stop)
+	s.mu.Unlock()
+	var err error
+	if running {
+		err = s.srv.Shutdown(ctx)
+	}
+	s.wg.Wait()
+	for _, c := range []interface{ Shutdown(context.Context) error }{s.prod, s.pull, s.admin} {
+		_ = c.Shutdown(ctx)
+	}
+	s.log.Info("console stopped")
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	return nil
+}
+
+// sampleLoop samples rates every SampleInterval until Shutdown.
+func (s *Server) sampleLoop() {
+	t := time.NewTicker(s.opts.SampleInterval)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.SampleInterval+s.opts.RequestTimeout)
+		s.sample(ctx)
+		cancel()
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/console"
+)
+
+// fixture is a NameServer, a broker and a console with real data: the
+// demo's topics, the messages of a few orders, a live consumer group
+// (inventory-service) with a retried delivery, an offline group
+// (payment-service) with a dead letter, a slave, and a pending half
+// message.
+type fixture struct {
+	ns, broker, base string
+	order            string // the order id with the interesting history
+	created, paid    *mqclient.SendResult
+	dlq              string // offset message id of the dead letter
+	half             *mqclient.SendResult
+	srv              *console.Server
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func quiet() *slog.Logger {
+	if os.Getenv("TIDE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := &fixture{ns: nameservertest.Start(t), order: "ord-1001"}
+	b := brokertest.Start(t, f.ns)
+	f.broker = b.Addr()
+	// broker-a's slave, which finds its master through the NameServer.
+	brokertest.Start(t, f.ns, func(o *broker.Options) { o.BrokerRole, o.BrokerID = "SLAVE", 1 })
+	opts := []mqclient.Option{mqclient.WithNameServers(f.ns), mqclient.WithLogger(quiet())}
+
+	admin, err := mqclient.NewAdmin(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Shutdown(context.Background()) })
+	for topic, queues := range map[string]int{"order-events": 4, "inventory-events": 2, "payment-events": 2} {
+		if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: queues}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.WaitTopic(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p, err := mqclient.NewProducer(append(opts, mqclient.WithProducerGroup("order-producer"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	send := func(topic, tag, order string, amount int) *mqclient.SendResult {
+		body := fmt.Sprintf(`{"orderId":%q,"event":%q,"amountCents":%d}`, order, tag, amount)
+		res, err := p.Send(ctx, &mqclient.Message{Topic: topic, Tag: tag, Keys: []string{order}, ShardingKey: order, Body: []byte(body),
+			Properties: map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := 2; i <= 4; i++ {
+		o := "ord-100" + strconv.Itoa(i)
+		send("order-events", "OrderCreated", o, 1000*i)
+		send("inventory-events", "StockReserved", o, 0)
+	}
+	f.created = send("order-events", "OrderCreated", f.order, 4200)
+	send("inventory-events", "StockReserved", f.order, 0)
+	send("payment-events", "PaymentSucceeded", f.order, 4200)
+	f.paid = send("order-events", "OrderPaid", f.order, 4200)
+
+	// inventory-service: online, consumes everything.
+	c, err := mqclient.NewPushConsumer("inventory-service", append(opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithCommitInterval(100*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe("order-events", "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+
+	// order-service: online, consumes the other services' events.
+	oc, err := mqclient.NewPushConsumer("order-service", append(opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithCommitInterval(100*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"inventory-events", "payment-events"} {
+		if err := oc.Subscribe(topic, "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := oc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oc.Shutdown(context.Background()) })
+
+	// payment-service: offline; committed past OrderCreated of the order,
+	// which it also dead-lettered.
+	cl := remoting.NewClient(remoting.ClientOptions{Logger: quiet()})
+	t.Cleanup(func() { cl.Close() })
+	invoke := func(req *protocol.Command) {
+		t.Helper()
+		resp, err := cl.Invoke(ctx, f.broker, req)
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			t.Fatalf("invoke %d: %v", req.Code, err)
+		}
+	}
+	uh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "payment-service", Topic: "order-events",
+		QueueID: f.created.Queue.QueueID, CommitOffset: f.created.QueueOffset + 1}
+	invoke(protocol.NewRequest(protocol.UpdateConsumerOffset, uh.Encode(), nil))
+	sb := protocol.ConsumerSendMsgBackRequestHeader{Offset: commitLogOffset(t, f.created.OffsetMsgID), Group: "payment-service",
+		DelayLevel: -1, OriginMsgID: f.created.MsgID, OriginTopic: "order-events", MaxReconsumeTimes: -1}
+	invoke(protocol.NewRequest(protocol.ConsumerSendMsgBack, sb.Encode(), nil))
+	// inventory-service failed OrderPaid once: a retry one second later.
+	sb = protocol.ConsumerSendMsgBackRequestHeader{Offset: commitLogOffset(t, f.paid.OffsetMsgID), Group: "inventory-service",
+		DelayLevel: 1, OriginMsgID: f.paid.MsgID, OriginTopic: "order-events", MaxReconsumeTimes: -1}
+	invoke(protocol.NewRequest(protocol.ConsumerSendMsgBack, sb.Encode(), nil))
+
+	// A half message nobody decides.
+	tp, err := mqclient.NewTransactionProducer(func(context.Context, *mqclient.MessageExt) mqclient.TransactionState {
+		return mqclient.TransactionUnknown
+	}, append(opts, mqclient.WithProducerGroup("payment-producer"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	f.half, _, err = tp.SendInTransaction(ctx, &mqclient.Message{Topic: "payment-events", Tag: "PaymentSucceeded", Keys: []string{"ord-1005"},
+		Body: []byte(`{"orderId":"ord-1005"}`)}, func(context.Context) error { return mqclient.ErrTransactionUnknown })
+	if f.half == nil || (err != nil && !errors.Is(err, mqclient.ErrTransactionUnknown)) {
+		t.Fatal(err)
+	}
+
+	o := console.DefaultOptions()
+	o.ListenAddr, o.NameServers, o.SampleInterval, o.Logger = "127.0.0.1:0", []string{f.ns}, 200*time.Millisecond, quiet()
+	o.ResendRate = 1000
+	f.srv, err = console.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	f.base = "http://" + f.srv.Addr()
+
+	// Everything above lands asynchronously: the key index, the dead
+	// letter, the retry after its delay, the consumer's commits.
+	waitFor(t, "the order's history indexed and consumed", func() bool {
+		var v console.OrderView
+		if f.getJSON(t, "/api/orders/"+f.order, &v) != 200 || len(v.Events) != 4 || v.DLQ != 1 || v.Retries != 1 {
+			return false
+		}
+		var g, og console.GroupView
+		var c console.ClusterView
+		return f.getJSON(t, "/api/groups/inventory-service", &g) == 200 && g.TotalLag == 0 && len(g.Members.Connections) == 1 &&
+			f.getJSON(t, "/api/groups/order-service", &og) == 200 && og.TotalLag == 0 && len(og.Queues) >= 4 &&
+			f.getJSON(t, "/api/cluster", &c) == 200 && len(c.Brokers) == 2 && len(c.Brokers[0].Slaves) == 1 && c.Brokers[0].Slaves[0].Ready
+	})
+	var dl console.DLQView
+	f.getJSON(t, "/api/dlq?group=payment-service", &dl)
+	if len(dl.Letters) != 1 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+	f.dlq = dl.Letters[0].OffsetMsgID
+	return f
+}
+
+func commitLogOffset(t *testing.T, offsetMsgID string) int64 {
+	_, off, err := protocol.ParseOffsetMsgID(offsetMsgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// getJSON GETs path, decodes the body into v and returns the status.
+func (f *fixture) getJSON(t *testing.T, path string, v any) int {
+	t.Helper()
+	resp, err := http.Get(f.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode
+}
+
+// get GETs path and returns the status and body.
+func (f *fixture) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(f.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
