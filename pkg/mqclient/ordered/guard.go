@@ -186,7 +186,31 @@ func (g *Guard) Handler(apply Apply) mqclient.Handler {
 			return err
 		}
 		ev := Event{Key: key, Version: ver, Msg: m}
-		out, err := g.handle(ctx, &ev, apply)
+		out, err := g.handle(ctx, g.db, &ev, apply)
+		g.count(ev, out)
+		g.track(key, out)
+		return err
+	}
+}
+
+// Effect is Handler for a caller that owns the transaction: the version
+// check, the version's advance and apply run inside tx (as a savepoint),
+// so they commit or roll back with the caller's own writes. Use it to
+// combine the guard with pkg/mqclient/idempotent, whose Consumer.Wrap
+// accepts it as its Effect (the dedup record, the version and the effect
+// then commit together). Returns as Handler does; the caller must roll tx
+// back on an error. A strict gap is still recorded outside tx. Outcomes
+// and metrics count the guard's decisions: an "applied" that the caller
+// then rolls back is counted too.
+func (g *Guard) Effect(apply Apply) func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error {
+	return func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error {
+		key, ver, err := VersionOf(m)
+		if err != nil {
+			g.count(Event{Msg: m}, Failed)
+			return err
+		}
+		ev := Event{Key: key, Version: ver, Msg: m}
+		out, err := g.handle(ctx, tx, &ev, apply)
 		g.count(ev, out)
 		g.track(key, out)
 		return err
@@ -223,12 +247,12 @@ func digest(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func (g *Guard) handle(ctx context.Context, ev *Event, apply Apply) (Outcome, error) {
+func (g *Guard) handle(ctx context.Context, db *gorm.DB, ev *Event, apply Apply) (Outcome, error) {
 	dig := digest(ev.Msg.Body)
 	for attempt := 0; ; attempt++ {
 		var out Outcome
 		var expected int64
-		err := g.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var row struct {
 				LastVersion int64
 				LastDigest  string
@@ -284,7 +308,7 @@ func (g *Guard) handle(ctx context.Context, ev *Event, apply Apply) (Outcome, er
 		case errors.Is(err, errMissing) && attempt == 0:
 			// Created outside the transaction: INSERT IGNORE is idempotent
 			// and leaves no lock behind for other new keys to deadlock on.
-			if err := g.db.WithContext(ctx).Exec("INSERT IGNORE INTO tide_ordered_versions "+
+			if err := db.WithContext(ctx).Exec("INSERT IGNORE INTO tide_ordered_versions "+
 				"(scope, biz_key, last_version, last_digest, last_msg_id, updated_at) VALUES (?, ?, 0, '', '', ?)",
 				g.scope, ev.Key, time.Now().UTC()).Error; err != nil {
 				return Failed, fmt.Errorf("ordered: key %s: create version row: %w", ev.Key, err)

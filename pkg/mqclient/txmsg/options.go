@@ -20,6 +20,7 @@ type settings struct {
 	registerer   prometheus.Registerer
 	producerOpts []mqclient.Option
 	group        string
+	hook         func(point string)
 }
 
 // defaults is the single place the defaults live.
@@ -87,3 +88,12 @@ func WithGroup(name string) Option {
 		s.producerOpts = append(s.producerOpts, mqclient.WithProducerGroup(name))
 	}
 }
+
+// WithHook calls fn at the Sender's crash points, for fault injection in
+// demos and end-to-end tests: "before-tx" (half message stored, before the
+// database transaction begins), "in-tx" (the business function returned,
+// before COMMIT) and "after-commit" (COMMIT succeeded, before
+// END_TRANSACTION is sent). fn runs on the goroutine calling Send; it may
+// block or end the process (that is the point: the check-back must then
+// decide). Default: none.
+func WithHook(fn func(point string)) Option { return func(s *settings) { s.hook = fn } }

@@ -70,6 +70,7 @@ func New(db *gorm.DB, opts ...Option) (*Sender, error) {
 	for _, o := range opts {
 		o(&s.s)
 	}
+	s.hook = s.s.hook
 	if err := s.s.validate(); err != nil {
 		return nil, err
 	}
