@@ -14,6 +14,7 @@ import (
 // environment or their defaults.
 func TestConfigLoads(t *testing.T) {
 	t.Setenv("NAMESRV_ADDR", "10.0.0.1:9876;10.0.0.2:9876")
+	t.Setenv("FAULT_ADMIN", "false")
 	c := config.New(config.WithSource(env.NewSource(), file.NewSource("../../configs")), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
@@ -31,5 +32,19 @@ func TestConfigLoads(t *testing.T) {
 	}
 	if bc.GetMessaging().GetDuplicateDelivery() {
 		t.Error("duplicate_delivery is on by default")
+	}
+	f := bc.GetFault()
+	if f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashBeforeCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() ||
+		f.GetGatewayTimeoutAfterCapture() || f.GetGatewayDuplicateCallback() || f.GetSlowLocalTx().AsDuration() != 0 {
+		t.Errorf("a fault is on by default: %v", f)
+	}
+	for _, st := range newFaults(f, nil).List() {
+		if st.Enabled {
+			t.Errorf("fault %s armed by default", st.Name)
+		}
+	}
+	if bc.GetOrder().GetGrpcAddr() == "" || bc.GetReconcile().GetGrace().AsDuration() <= 0 || !bc.GetReconcile().GetRepair() ||
+		bc.GetReconcile().GetInterval().AsDuration() != 0 {
+		t.Errorf("order %v reconcile %v", bc.GetOrder(), bc.GetReconcile())
 	}
 }

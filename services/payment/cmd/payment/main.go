@@ -5,21 +5,32 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/config"
 	"github.com/go-kratos/kratos/v2/config/env"
 	"github.com/go-kratos/kratos/v2/config/file"
 	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tidemq/tide/pkg/mqclient/metrics"
 
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/server"
 )
 
@@ -29,29 +40,62 @@ var (
 	Version = "dev"
 )
 
-func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer) *kratos.App {
+func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler) *kratos.App {
 	id, _ := os.Hostname()
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
 		kratos.Version(Version),
 		kratos.Logger(logger),
-		kratos.Server(gs, hs, cs),
+		kratos.Server(gs, hs, cs, rc),
 	)
 }
 
-// newOptions maps the config onto the use case's options and fault
-// switches.
-func newOptions(m *conf.Messaging, f *conf.Fault) biz.Options {
-	o := biz.Options{
-		CheckUnknownWindow: m.GetCheckUnknownWindow().AsDuration(),
-		LocalTxTimeout:     m.GetLocalTxTimeout().AsDuration(),
-		Faults:             biz.Faults{SlowLocalTx: f.GetSlowLocalTx().AsDuration()},
+// newOptions maps the config onto the use case's options.
+func newOptions(m *conf.Messaging) biz.Options {
+	return biz.Options{LocalTxTimeout: m.GetLocalTxTimeout().AsDuration()}
+}
+
+// newFaults arms the fault switches the config enables (count 0: every
+// time). Crash faults end the process with os.Exit(fault.ExitCode).
+func newFaults(f *conf.Fault, l *slog.Logger) *fault.Set {
+	on := map[string]fault.Spec{
+		fault.CrashAfterCommit:           {Enabled: f.GetCrashAfterCommit()},
+		fault.CrashBeforeCommit:          {Enabled: f.GetCrashBeforeCommit()},
+		fault.SlowLocalTx:                {Enabled: f.GetSlowLocalTx().AsDuration() > 0, Delay: f.GetSlowLocalTx().AsDuration()},
+		fault.GatewayTimeoutAfterCapture: {Enabled: f.GetGatewayTimeoutAfterCapture()},
+		fault.GatewayDuplicateCallback:   {Enabled: f.GetGatewayDuplicateCallback()},
+		fault.CrashAfterEffect:           {Enabled: f.GetCrashAfterEffect()},
+		fault.DeliverTwice:               {Enabled: f.GetDeliverTwice()},
 	}
-	if f.GetCrashAfterCommit() {
-		o.Faults.CrashAfterCommit = func() { os.Exit(3) }
+	return fault.New(on, os.Exit, l)
+}
+
+// newRegistry is the service's Prometheus registry (GET /metrics): Go and
+// process collectors plus the pattern packages' metrics.
+func newRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// newMQMetrics registers mqclient's producer and consumer metrics.
+func newMQMetrics(r prometheus.Registerer) (*metrics.Metrics, error) { return metrics.New(r) }
+
+// setupTracing installs the OpenTelemetry tracer provider and the W3C
+// trace-context propagator, so that Kratos' tracing middleware and
+// pkg/mqclient/tracing carry one trace from the HTTP request through the
+// message to the consumer. Spans are not exported (no collector in the
+// demo); the trace ids appear in the logs and message properties.
+func setupTracing() func() {
+	tp := sdktrace.NewTracerProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(ctx)
 	}
-	return o
 }
 
 func main() {
@@ -65,7 +109,8 @@ func main() {
 
 func run(path string) error {
 	slogger := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", Name)
-	logger := log.With(log.NewStdLogger(os.Stdout), "ts", log.DefaultTimestamp, "service", Name)
+	logger := log.With(log.NewStdLogger(os.Stdout), "ts", log.DefaultTimestamp, "service", Name,
+		"trace.id", tracing.TraceID(), "span.id", tracing.SpanID())
 	c := config.New(config.WithSource(env.NewSource(), file.NewSource(path)), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
@@ -75,7 +120,8 @@ func run(path string) error {
 	if err := c.Scan(&bc); err != nil {
 		return err
 	}
-	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, logger, slogger)
+	defer setupTracing()()
+	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Order, bc.Reconcile, logger, slogger)
 	if err != nil {
 		return err
 	}

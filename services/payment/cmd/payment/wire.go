@@ -10,6 +10,7 @@ import (
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
@@ -19,7 +20,8 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
-		wire.Bind(new(server.Pinger), new(*data.Data)), newOptions, newApp))
+		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
+		newFaults, newOptions, newApp))
 }

@@ -20,35 +20,62 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, order *conf.Order, reconcile *conf.Reconcile, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err
 	}
 	accountRepo := data.NewAccountRepo(dataData)
 	paymentRepo := data.NewPaymentRepo(dataData)
-	idempotencyRepo := data.NewIdempotencyRepo(dataData)
-	idempotencyCache := data.NewIdempotencyCache(dataData, confData)
-	gateway := data.NewGateway(dataData, fault, slogLogger)
-	transaction := data.NewTransaction(dataData)
-	txPublisher, cleanup2, err := data.NewTxPublisher(messaging, slogLogger)
+	registry := newRegistry()
+	idempotencyStore, err := data.NewIdempotencyStore(dataData, registry, slogLogger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	options := newOptions(messaging, fault)
-	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyRepo, idempotencyCache, gateway, transaction, txPublisher, options, slogLogger)
+	set := newFaults(fault, slogLogger)
+	gateway := data.NewGateway(dataData, set, slogLogger)
+	transaction := data.NewTransaction(dataData)
+	metrics, err := newMQMetrics(registry)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	publisher, cleanup2, err := data.NewPublisher(messaging, dataData, set, registry, metrics, slogLogger)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := newOptions(messaging)
+	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, transaction, publisher, set, options, slogLogger)
 	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
 	grpcServer := server.NewGRPCServer(confServer, paymentService, logger)
-	httpServer := server.NewHTTPServer(confServer, paymentService, gateway, dataData, logger)
-	consumerServer, err := server.NewConsumerServer(messaging, paymentService, slogLogger)
+	ledger := data.NewLedger(dataData)
+	orderReader, cleanup3, err := data.NewOrderReader(order)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer)
+	reconciler, err := server.NewReconciler(reconcile, messaging, dataData, paymentUsecase, ledger, gateway, orderReader, registry, slogLogger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	pinger := server.NewReadiness(dataData, messaging)
+	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, reconciler, set, registry, pinger, logger)
+	consumerServer, err := server.NewConsumerServer(messaging, dataData, paymentService, set, registry, metrics, slogLogger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler)
 	return app, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil

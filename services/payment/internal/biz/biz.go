@@ -1,8 +1,9 @@
 // Package biz holds the payment domain: accounts with balances, payments
 // made through a transactional message (PaymentSucceeded is visible if and
 // only if the debit committed), API idempotency keys that replay the
-// original response, refunds for cancelled orders, and a simulated
-// external gateway whose statement reconciliation compares with.
+// original response, refunds for cancelled orders, a simulated external
+// gateway whose statement reconciliation compares with, and the
+// "payments" reconciliation job.
 package biz
 
 import (

@@ -42,6 +42,12 @@ var (
 	// ErrUnavailable: a transient failure (database, broker); retry with
 	// the same key.
 	ErrUnavailable = errors.ServiceUnavailable(ReasonUnavailable, "payment temporarily unavailable")
+	// ErrPaymentExists: a payment with this id (idempotency key) already
+	// committed. Internal: CreatePayment answers with that payment.
+	ErrPaymentExists = errors.Conflict("PAYMENT_EXISTS", "payment already exists")
+	// ErrCommitUnknown: the local commit's outcome is unknown (connection
+	// lost); the transactional message's check-back decides. Internal.
+	ErrCommitUnknown = errors.ServiceUnavailable(ReasonUnavailable, "payment commit outcome unknown")
 )
 
 // final reports whether err is a business outcome that is stored with

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/errors"
+
+	"github.com/tidemq/tide/services/payment/internal/fault"
 )
 
 // Status is a payment's state: SUCCEEDED → REFUNDED, nothing else.
@@ -47,9 +49,9 @@ type CreateRequest struct {
 
 // Fingerprint identifies the request body under its key: the same key
 // with another fingerprint is rejected.
-func (r *CreateRequest) Fingerprint() string {
+func (r *CreateRequest) Fingerprint() []byte {
 	h := sha256.Sum256([]byte(r.OrderID + "\x00" + r.UserID + "\x00" + strconv.FormatInt(r.Amount, 10)))
-	return hex.EncodeToString(h[:])
+	return h[:]
 }
 
 // PaymentID derives the payment id from an idempotency key.
@@ -58,33 +60,21 @@ func PaymentID(key string) string {
 	return "pay_" + hex.EncodeToString(h[:10])
 }
 
-// IdempotencyRecord is the stored outcome of a request under a key:
-// written in the transaction of the debit (success) or on its own (final
-// business errors), never for transient failures.
-type IdempotencyRecord struct {
-	Key         string
-	Fingerprint string
-	// Response is the original answer (JSON of storedResponse).
-	Response  []byte
-	CreatedAt time.Time
-}
-
+// storedResponse is the original answer kept with an idempotency key: the
+// payment, or a final business error.
 type storedResponse struct {
-	Payment *Payment `json:"payment,omitempty"`
-	Code    int32    `json:"code,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	Message string   `json:"message,omitempty"`
+	Payment  *Payment          `json:"payment,omitempty"`
+	Code     int32             `json:"code,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Message  string            `json:"message,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-func (r *IdempotencyRecord) replay() (*Payment, error) {
-	var s storedResponse
-	if err := json.Unmarshal(r.Response, &s); err != nil {
-		return nil, fmt.Errorf("biz: stored response of %s: %w", r.Key, err)
-	}
+func (s *storedResponse) result() (*Payment, error) {
 	if s.Payment != nil {
 		return s.Payment, nil
 	}
-	return nil, errors.New(int(s.Code), s.Reason, s.Message)
+	return nil, errors.New(int(s.Code), s.Reason, s.Message).WithMetadata(s.Metadata)
 }
 
 // AccountRepo moves balances; methods join the transaction in ctx.
@@ -98,12 +88,13 @@ type AccountRepo interface {
 // PaymentRepo stores payments and the cancelled orders; methods join the
 // transaction in ctx.
 type PaymentRepo interface {
-	// Create inserts p; ErrOrderAlreadyPaid if the order has a payment.
+	// Create inserts p: ErrPaymentExists if p.ID exists (an earlier
+	// attempt with the same idempotency key committed),
+	// ErrOrderAlreadyPaid if the order has a payment under another key.
 	Create(ctx context.Context, p *Payment) error
 	Get(ctx context.Context, id string) (*Payment, error)
-	GetByKey(ctx context.Context, key string) (*Payment, error)
-	// GetByOrderForUpdate returns the order's payment locked, or nil.
-	GetByOrderForUpdate(ctx context.Context, orderID string) (*Payment, error)
+	// GetByOrder returns the order's payment, or nil.
+	GetByOrder(ctx context.Context, orderID string) (*Payment, error)
 	// SetStatus moves a payment from one status to another; false if it
 	// was not in from.
 	SetStatus(ctx context.Context, id string, from, to Status, reason string) (bool, error)
@@ -113,25 +104,13 @@ type PaymentRepo interface {
 	OrderCancelled(ctx context.Context, orderID string) (bool, error)
 }
 
-// IdempotencyRepo stores idempotency records.
-type IdempotencyRepo interface {
-	Get(ctx context.Context, key string) (*IdempotencyRecord, error)
-	// Create fails with an error matching ErrIdempotencyInProgress when
-	// the key exists (a concurrent request won).
-	Create(ctx context.Context, r *IdempotencyRecord) error
-}
-
-// IdempotencyCache is the Redis fast path: stored responses and a short
-// in-progress lock per key. The database stays the source of truth, so
-// every method may fail (outage) and the caller falls back.
-type IdempotencyCache interface {
-	Get(ctx context.Context, key string) (*IdempotencyRecord, error) // nil when absent
-	Put(ctx context.Context, r *IdempotencyRecord) error
-	Lock(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	Unlock(ctx context.Context, key string) error
-	// Seen and Mark are the consumers' fast path.
-	Seen(ctx context.Context, key string) (bool, error)
-	Mark(ctx context.Context, key string) error
+// IdempotencyStore keeps API responses per Idempotency-Key
+// (pkg/mqclient/idempotent.Store): fn runs at most once per key and its
+// response is replayed for repeats; a repeat with another fingerprint is
+// ErrIdempotencyKeyReused, a concurrent one ErrIdempotencyInProgress. An
+// fn error stores nothing.
+type IdempotencyStore interface {
+	Do(ctx context.Context, key string, fingerprint []byte, fn func(ctx context.Context) ([]byte, error)) (resp []byte, replayed bool, err error)
 }
 
 // Gateway is the external payment gateway (simulated): it keeps its own
@@ -153,7 +132,8 @@ const (
 	EventPaymentRefunded  EventKind = "PaymentRefunded"
 )
 
-// Event is a payment event, sent as a transactional message.
+// Event is a payment event. Its message keys are the order id and the
+// payment id; it is ordered by order id with version Seq.
 type Event struct {
 	Kind      EventKind
 	OrderID   string
@@ -165,82 +145,52 @@ type Event struct {
 	At        time.Time
 }
 
-// TxPublisher sends ev as a transactional message around local: the half
-// message first, then local, then commit if local returned nil, rollback
-// otherwise. It returns local's error. A lost END_TRANSACTION is not an
-// error: the broker's check-back (CheckEvent) decides.
-type TxPublisher interface {
-	SendInTransaction(ctx context.Context, ev *Event, local func(ctx context.Context) error) error
-	// SetChecker installs the check-back (NewPaymentUsecase installs
-	// CheckEvent).
-	SetChecker(check func(ctx context.Context, kind EventKind, paymentID string, born time.Time) Decision)
-}
-
-// Decision answers a check-back.
-type Decision int
-
-// Check-back decisions.
-const (
-	DecideUnknown Decision = iota
-	DecideCommit
-	DecideRollback
-)
-
-// Faults are demo and e2e fault switches, all off by default.
-type Faults struct {
-	// CrashAfterCommit, when set, is called after the local transaction
-	// committed and before END_TRANSACTION (it exits the process).
-	CrashAfterCommit func()
-	// SlowLocalTx holds the local transaction open before its commit.
-	SlowLocalTx time.Duration
+// Publisher sends payment events.
+type Publisher interface {
+	// Publish sends ev as a transactional message (pkg/mqclient/txmsg)
+	// around local, which runs in a database transaction carried by the
+	// ctx it gets: the message is visible if and only if that transaction
+	// commits. It returns nil when it committed, local's error (or
+	// ErrUnavailable) when it rolled back, and an error matching
+	// ErrCommitUnknown when the commit's outcome is unknown (the fenced
+	// check-back then decides).
+	Publish(ctx context.Context, ev *Event, local func(ctx context.Context) error) error
+	// Emit sends ev again as a plain message with the same business keys
+	// (reconciliation's re-emission; consumers deduplicate).
+	Emit(ctx context.Context, ev *Event) error
 }
 
 // Options tune the use case.
 type Options struct {
-	// CheckUnknownWindow: a check-back for a missing payment answers
-	// UNKNOWN while the half message is younger than this.
-	CheckUnknownWindow time.Duration
-	// LocalTxTimeout bounds a local transaction; must be shorter than
-	// CheckUnknownWindow.
+	// LocalTxTimeout bounds a local transaction.
 	LocalTxTimeout time.Duration
-	// LockTTL is the in-progress lock of an idempotency key.
-	LockTTL time.Duration
-	Faults  Faults
 }
 
 // PaymentUsecase creates and refunds payments. Safe for concurrent use.
 type PaymentUsecase struct {
 	accounts AccountRepo
 	payments PaymentRepo
-	keys     IdempotencyRepo
-	cache    IdempotencyCache
+	keys     IdempotencyStore
 	gateway  Gateway
 	tx       Transaction
-	pub      TxPublisher
+	pub      Publisher
+	faults   *fault.Set
 	opts     Options
 	log      *slog.Logger
 	now      func() time.Time
 }
 
-// NewPaymentUsecase returns a PaymentUsecase. cache may be nil.
-func NewPaymentUsecase(accounts AccountRepo, payments PaymentRepo, keys IdempotencyRepo, cache IdempotencyCache,
-	gateway Gateway, tx Transaction, pub TxPublisher, opts Options, logger *slog.Logger) *PaymentUsecase {
-	if opts.CheckUnknownWindow <= 0 {
-		opts.CheckUnknownWindow = 30 * time.Second
-	}
+// NewPaymentUsecase returns a PaymentUsecase. faults may be nil.
+func NewPaymentUsecase(accounts AccountRepo, payments PaymentRepo, keys IdempotencyStore, gateway Gateway,
+	tx Transaction, pub Publisher, faults *fault.Set, opts Options, logger *slog.Logger) *PaymentUsecase {
 	if opts.LocalTxTimeout <= 0 {
 		opts.LocalTxTimeout = 10 * time.Second
-	}
-	if opts.LockTTL <= 0 {
-		opts.LockTTL = opts.LocalTxTimeout + 5*time.Second
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	uc := &PaymentUsecase{accounts: accounts, payments: payments, keys: keys, cache: cache, gateway: gateway,
-		tx: tx, pub: pub, opts: opts, log: logger, now: time.Now}
-	pub.SetChecker(uc.CheckEvent)
-	return uc
+	return &PaymentUsecase{accounts: accounts, payments: payments, keys: keys, gateway: gateway,
+		tx: tx, pub: pub, faults: faults, opts: opts, log: logger, now: time.Now}
 }
 
 // GetPayment returns one payment.
@@ -251,226 +201,151 @@ func (uc *PaymentUsecase) GetPayment(ctx context.Context, id string) (*Payment, 
 	return uc.payments.Get(ctx, id)
 }
 
-func (uc *PaymentUsecase) stored(ctx context.Context, req *CreateRequest) (*IdempotencyRecord, error) {
-	if uc.cache != nil {
-		rec, err := uc.cache.Get(ctx, req.IdempotencyKey)
-		if err != nil {
-			uc.log.WarnContext(ctx, "idempotency cache unavailable", "err", err)
-		} else if rec != nil {
-			return rec, nil
-		}
-	}
-	return uc.keys.Get(ctx, req.IdempotencyKey)
-}
-
-func (uc *PaymentUsecase) replay(req *CreateRequest, rec *IdempotencyRecord) (*Payment, error) {
-	if rec.Fingerprint != req.Fingerprint() {
-		return nil, ErrIdempotencyKeyReused.WithMetadata(map[string]string{"idempotency_key": req.IdempotencyKey})
-	}
-	return rec.replay()
-}
-
 // CreatePayment debits the user's account for an order, exactly once per
-// idempotency key: the debit, the payment row and the idempotency record
-// (with the response) commit in one transaction, inside a transactional
-// message whose PaymentSucceeded is visible if and only if they commit.
-// A repeated key returns the original response (also an original final
-// error such as INSUFFICIENT_BALANCE); the same key with another body is
-// rejected with ErrIdempotencyKeyReused.
+// idempotency key. The response (the payment, or a final business error
+// such as INSUFFICIENT_BALANCE) is stored under the key and replayed for
+// a repeated request; the same key with another body is
+// ErrIdempotencyKeyReused. The debit itself commits inside a
+// transactional message: PaymentSucceeded is visible if and only if it
+// committed.
 func (uc *PaymentUsecase) CreatePayment(ctx context.Context, req *CreateRequest) (*Payment, error) {
 	switch {
 	case req.IdempotencyKey == "":
 		return nil, ErrIdempotencyKeyRequired
 	case len(req.IdempotencyKey) > 128:
 		return nil, ErrInvalidArgument.WithMetadata(map[string]string{"field": "idempotency_key", "why": "longer than 128"})
-	case req.OrderID == "" || req.UserID == "" || req.Amount <= 0:
-		return nil, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id, user_id, amount > 0"})
+	case req.OrderID == "" || len(req.OrderID) > 64 || req.UserID == "" || len(req.UserID) > 64 || req.Amount <= 0:
+		return nil, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id, user_id (1..64 bytes), amount > 0"})
 	}
-	rec, err := uc.stored(ctx, req)
+	resp, replayed, err := uc.keys.Do(ctx, req.IdempotencyKey, req.Fingerprint(), func(ctx context.Context) ([]byte, error) {
+		p, err := uc.pay(ctx, req)
+		var sr storedResponse
+		switch {
+		case err == nil:
+			sr.Payment = p
+		case final(err):
+			ke := errors.FromError(err)
+			sr = storedResponse{Code: ke.Code, Reason: ke.Reason, Message: ke.Message, Metadata: ke.Metadata}
+		default:
+			return nil, err // transient: nothing stored, a retry may succeed
+		}
+		return json.Marshal(&sr)
+	})
 	if err != nil {
+		if errors.Is(err, ErrIdempotencyKeyReused) || errors.Is(err, ErrIdempotencyInProgress) || errors.Is(err, ErrGatewayTimeout) {
+			return nil, err
+		}
+		if ke := errors.FromError(err); ke.Reason != "" && ke.Code < 500 {
+			return nil, err
+		}
+		uc.log.ErrorContext(ctx, "payment failed", "order_id", req.OrderID, "idempotency_key", req.IdempotencyKey, "err", err)
 		return nil, ErrUnavailable.WithCause(err)
 	}
-	if rec != nil {
-		return uc.replay(req, rec)
+	var sr storedResponse
+	if err := json.Unmarshal(resp, &sr); err != nil {
+		return nil, ErrUnavailable.WithCause(fmt.Errorf("biz: stored response of %s: %w", req.IdempotencyKey, err))
 	}
-	if uc.cache != nil {
-		ok, err := uc.cache.Lock(ctx, req.IdempotencyKey, uc.opts.LockTTL)
-		switch {
-		case err != nil:
-			// Redis down: the unique key of the idempotency record still
-			// lets only one request commit.
-			uc.log.WarnContext(ctx, "idempotency lock unavailable", "err", err)
-		case !ok:
-			return nil, ErrIdempotencyInProgress
-		default:
-			defer func() {
-				if err := uc.cache.Unlock(context.WithoutCancel(ctx), req.IdempotencyKey); err != nil {
-					uc.log.WarnContext(ctx, "idempotency unlock", "err", err)
-				}
-			}()
-			// The request holding the lock before us may have finished.
-			if rec, err := uc.keys.Get(ctx, req.IdempotencyKey); err != nil {
-				return nil, ErrUnavailable.WithCause(err)
-			} else if rec != nil {
-				return uc.replay(req, rec)
-			}
-		}
+	if replayed {
+		uc.log.InfoContext(ctx, "idempotency key replayed", "order_id", req.OrderID, "idempotency_key", req.IdempotencyKey)
 	}
+	return sr.result()
+}
 
+// pay runs the debit inside the transactional message. A payment that an
+// earlier attempt with the same key committed (its stored response was
+// lost, e.g. the process died before the key's record committed) is
+// returned as it is, without a second debit.
+func (uc *PaymentUsecase) pay(ctx context.Context, req *CreateRequest) (*Payment, error) {
 	now := uc.now().UTC().Truncate(time.Microsecond)
 	p := &Payment{ID: PaymentID(req.IdempotencyKey), OrderID: req.OrderID, UserID: req.UserID, Amount: req.Amount,
 		Status: StatusSucceeded, IdempotencyKey: req.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
-	resp, err := json.Marshal(storedResponse{Payment: p})
-	if err != nil {
-		return nil, err
-	}
-	rec = &IdempotencyRecord{Key: req.IdempotencyKey, Fingerprint: req.Fingerprint(), Response: resp, CreatedAt: now}
 	ev := &Event{Kind: EventPaymentSucceeded, OrderID: p.OrderID, Seq: 1, PaymentID: p.ID, UserID: p.UserID, Amount: p.Amount, At: now}
-
-	err = uc.pub.SendInTransaction(ctx, ev, func(ctx context.Context) error {
-		lctx, cancel := context.WithTimeout(ctx, uc.opts.LocalTxTimeout)
-		defer cancel()
-		err := uc.tx.InTx(lctx, func(ctx context.Context) error {
-			if err := uc.keys.Create(ctx, rec); err != nil {
-				return err
-			}
-			// The payment row goes in before the cancellation check: a
-			// concurrent OrderCancelled either commits its mark first
-			// (we see it and roll back) or blocks on our row and refunds.
-			if err := uc.payments.Create(ctx, p); err != nil {
-				return err
-			}
-			if cancelled, err := uc.payments.OrderCancelled(ctx, p.OrderID); err != nil {
-				return err
-			} else if cancelled {
-				return ErrOrderCancelled
-			}
-			if err := uc.accounts.Debit(ctx, p.UserID, p.Amount); err != nil {
-				return err
-			}
-			if err := uc.gateway.Capture(ctx, p); err != nil {
-				return err
-			}
-			if d := uc.opts.Faults.SlowLocalTx; d > 0 {
-				uc.log.WarnContext(ctx, "FAULT: slow local transaction", "payment_id", p.ID, "hold", d)
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return nil
-		})
-		if err == nil && uc.opts.Faults.CrashAfterCommit != nil {
-			uc.log.ErrorContext(ctx, "FAULT: crash after local commit, before END_TRANSACTION", "payment_id", p.ID)
-			uc.opts.Faults.CrashAfterCommit()
+	lctx, cancel := context.WithTimeout(ctx, uc.opts.LocalTxTimeout)
+	defer cancel()
+	err := uc.pub.Publish(lctx, ev, func(ctx context.Context) error {
+		// The payment row goes in before the cancellation check: a
+		// concurrent OrderCancelled either commits its mark first (we see
+		// it and roll back) or its refund waits on our row and refunds.
+		if err := uc.payments.Create(ctx, p); err != nil {
+			return err
 		}
-		return err
+		if cancelled, err := uc.payments.OrderCancelled(ctx, p.OrderID); err != nil {
+			return err
+		} else if cancelled {
+			return ErrOrderCancelled.WithMetadata(map[string]string{"order_id": p.OrderID})
+		}
+		if err := uc.accounts.Debit(ctx, p.UserID, p.Amount); err != nil {
+			return err
+		}
+		if err := uc.gateway.Capture(ctx, p); err != nil {
+			return err
+		}
+		if ok, d := uc.faults.Fire(fault.SlowLocalTx); ok && d > 0 {
+			uc.log.WarnContext(ctx, "FAULT: slow local transaction", "payment_id", p.ID, "order_id", p.OrderID, "hold", d)
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		uc.faults.Crash(fault.CrashBeforeCommit, "payment_id", p.ID, "order_id", p.OrderID)
+		return nil
 	})
 	switch {
 	case err == nil:
-		if uc.cache != nil {
-			if err := uc.cache.Put(ctx, rec); err != nil {
-				uc.log.WarnContext(ctx, "idempotency cache put", "err", err)
-			}
-		}
+		uc.log.InfoContext(ctx, "payment succeeded", "payment_id", p.ID, "order_id", p.OrderID, "amount", p.Amount)
 		return p, nil
-	case errors.Is(err, ErrIdempotencyInProgress):
-		// Lost the race on the record's unique key to a concurrent request.
-		if rec, gerr := uc.keys.Get(ctx, req.IdempotencyKey); gerr == nil && rec != nil {
-			return uc.replay(req, rec)
-		}
-		return nil, ErrIdempotencyInProgress
-	case final(err):
-		return nil, uc.storeFailure(ctx, req, err)
-	case errors.Is(err, ErrGatewayTimeout):
-		return nil, ErrGatewayTimeout
+	case errors.Is(err, ErrPaymentExists):
+		return uc.payments.Get(ctx, p.ID)
+	case errors.Is(err, ErrCommitUnknown):
+		// The check-back decides from the fence; a retry with the same
+		// key finds the payment if it committed.
+		return nil, ErrUnavailable.WithCause(err)
 	}
-	uc.log.ErrorContext(ctx, "payment failed", "order_id", req.OrderID, "err", err)
-	return nil, ErrUnavailable.WithCause(err)
-}
-
-// storeFailure records a final business error under the key, so that a
-// retry gets the same answer, and returns the error.
-func (uc *PaymentUsecase) storeFailure(ctx context.Context, req *CreateRequest, cause error) error {
-	ke := errors.FromError(cause)
-	resp, err := json.Marshal(storedResponse{Code: ke.Code, Reason: ke.Reason, Message: ke.Message})
-	if err != nil {
-		return err
-	}
-	rec := &IdempotencyRecord{Key: req.IdempotencyKey, Fingerprint: req.Fingerprint(), Response: resp, CreatedAt: uc.now()}
-	if err := uc.keys.Create(ctx, rec); err != nil {
-		if errors.Is(err, ErrIdempotencyInProgress) {
-			if rec, gerr := uc.keys.Get(ctx, req.IdempotencyKey); gerr == nil && rec != nil {
-				_, rerr := uc.replay(req, rec)
-				return rerr
-			}
-		}
-		uc.log.WarnContext(ctx, "store failed response", "err", err)
-	}
-	return cause
-}
-
-// OrderCancelled handles an order's cancellation: it records it (so that a
-// later payment for the order is refused) and refunds the order's
-// payment, once, through a transactional PaymentRefunded. It returns
-// whether a refund was made by this call.
-func (uc *PaymentUsecase) OrderCancelled(ctx context.Context, orderID, reason string) (bool, error) {
-	if orderID == "" {
-		return false, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
-	}
-	key := "payment:cancelled:" + orderID
-	if uc.cache != nil {
-		if ok, err := uc.cache.Seen(ctx, key); err == nil && ok {
-			return false, nil
-		}
-	}
-	var p *Payment
-	err := uc.tx.InTx(ctx, func(ctx context.Context) error {
-		if err := uc.payments.MarkOrderCancelled(ctx, orderID, reason); err != nil {
-			return err
-		}
-		var err error
-		p, err = uc.payments.GetByOrderForUpdate(ctx, orderID)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	refunded := false
-	if p != nil && p.Status == StatusSucceeded {
-		refunded, err = uc.refund(ctx, p, "order_cancelled")
-		if err != nil {
-			return false, err
-		}
-	}
-	if uc.cache != nil {
-		if err := uc.cache.Mark(ctx, key); err != nil {
-			uc.log.WarnContext(ctx, "dedup cache mark", "err", err)
-		}
-	}
-	return refunded, nil
+	return nil, err
 }
 
 var errNothingToRefund = errors.Conflict("NOTHING_TO_REFUND", "payment is not refundable")
 
+// MarkOrderCancelled records an order's cancellation, so that a later
+// payment for it is refused. It joins the transaction in ctx (the
+// idempotent consumer's, with its dedup record).
+func (uc *PaymentUsecase) MarkOrderCancelled(ctx context.Context, orderID, reason string) error {
+	if orderID == "" {
+		return ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
+	}
+	return uc.payments.MarkOrderCancelled(ctx, orderID, reason)
+}
+
+// RefundOrder refunds the order's SUCCEEDED payment through a
+// transactional PaymentRefunded, and reports whether this call refunded.
+// It is idempotent: the conditional SUCCEEDED→REFUNDED update lets one
+// refund commit, any other call finds nothing to refund. Call it after
+// the cancellation mark committed: a payment racing the mark then either
+// saw the mark (and rolled back) or is refunded here.
+func (uc *PaymentUsecase) RefundOrder(ctx context.Context, orderID, reason string) (bool, error) {
+	p, err := uc.payments.GetByOrder(ctx, orderID)
+	if err != nil || p == nil || p.Status != StatusSucceeded {
+		return false, err
+	}
+	return uc.refund(ctx, p, reason)
+}
+
 func (uc *PaymentUsecase) refund(ctx context.Context, p *Payment, reason string) (bool, error) {
 	ev := &Event{Kind: EventPaymentRefunded, OrderID: p.OrderID, Seq: 2, PaymentID: p.ID, UserID: p.UserID,
-		Amount: p.Amount, Reason: reason, At: uc.now()}
-	err := uc.pub.SendInTransaction(ctx, ev, func(ctx context.Context) error {
-		return uc.tx.InTx(ctx, func(ctx context.Context) error {
-			ok, err := uc.payments.SetStatus(ctx, p.ID, StatusSucceeded, StatusRefunded, reason)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errNothingToRefund // refunded meanwhile: roll the message back
-			}
-			if err := uc.accounts.Credit(ctx, p.UserID, p.Amount); err != nil {
-				return err
-			}
-			return uc.gateway.Refund(ctx, p)
-		})
+		Amount: p.Amount, Reason: reason, At: uc.now().UTC()}
+	err := uc.pub.Publish(ctx, ev, func(ctx context.Context) error {
+		ok, err := uc.payments.SetStatus(ctx, p.ID, StatusSucceeded, StatusRefunded, reason)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errNothingToRefund // refunded meanwhile: roll the message back
+		}
+		if err := uc.accounts.Credit(ctx, p.UserID, p.Amount); err != nil {
+			return err
+		}
+		return uc.gateway.Refund(ctx, p)
 	})
 	if errors.Is(err, errNothingToRefund) {
 		return false, nil
@@ -482,32 +357,30 @@ func (uc *PaymentUsecase) refund(ctx context.Context, p *Payment, reason string)
 	return true, nil
 }
 
-// CheckEvent answers the broker's check-back for a payment event's half
-// message born at born, from the payment row: PaymentSucceeded commits if
-// the payment exists, PaymentRefunded if it is REFUNDED. Otherwise it
-// answers UNKNOWN while the local transaction may still be open (younger
-// than CheckUnknownWindow), then ROLLBACK. Read errors answer UNKNOWN.
-//
-// TODO(patterns): switch to pkg/mqclient/txmsg's fenced check-back (a
-// rollback marker under the key the local transaction writes) once its
-// API is final; the age window is a timing assumption the fence removes.
-func (uc *PaymentUsecase) CheckEvent(ctx context.Context, kind EventKind, paymentID string, born time.Time) Decision {
+// ReemitSucceeded sends the payment's PaymentSucceeded again (a plain
+// message with the same business keys; the order service's consumer is
+// idempotent). Reconciliation uses it when the order missed the event.
+func (uc *PaymentUsecase) ReemitSucceeded(ctx context.Context, paymentID string) error {
 	p, err := uc.payments.Get(ctx, paymentID)
-	if errors.Is(err, ErrPaymentNotFound) {
-		p, err = nil, nil
-	}
 	if err != nil {
-		uc.log.WarnContext(ctx, "check-back read failed", "payment_id", paymentID, "err", err)
-		return DecideUnknown
+		return err
 	}
-	young := uc.now().Sub(born) < uc.opts.CheckUnknownWindow
-	switch {
-	case p != nil && kind == EventPaymentSucceeded:
-		return DecideCommit
-	case p != nil && kind == EventPaymentRefunded && p.Status == StatusRefunded:
-		return DecideCommit
-	case young:
-		return DecideUnknown
+	if p.Status != StatusSucceeded {
+		return fmt.Errorf("biz: payment %s is %s, not re-emitted", p.ID, p.Status)
 	}
-	return DecideRollback
+	return uc.pub.Emit(ctx, &Event{Kind: EventPaymentSucceeded, OrderID: p.OrderID, Seq: 1, PaymentID: p.ID, UserID: p.UserID,
+		Amount: p.Amount, At: p.CreatedAt})
+}
+
+// RefundPayment refunds one payment by id (reconciliation: paid, but
+// the order was cancelled). Idempotent like RefundOrder.
+func (uc *PaymentUsecase) RefundPayment(ctx context.Context, paymentID, reason string) (bool, error) {
+	p, err := uc.payments.Get(ctx, paymentID)
+	if err != nil {
+		return false, err
+	}
+	if p.Status != StatusSucceeded {
+		return false, nil
+	}
+	return uc.refund(ctx, p, reason)
 }

@@ -32,6 +32,9 @@ type Bootstrap struct {
 	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
+	Order         *Order                 `protobuf:"bytes,5,opt,name=order,proto3" json:"order,omitempty"`
+	Reconcile     *Reconcile             `protobuf:"bytes,6,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
+	Observability *Observability         `protobuf:"bytes,7,opt,name=observability,proto3" json:"observability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,6 +93,27 @@ func (x *Bootstrap) GetMessaging() *Messaging {
 func (x *Bootstrap) GetFault() *Fault {
 	if x != nil {
 		return x.Fault
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetOrder() *Order {
+	if x != nil {
+		return x.Order
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetReconcile() *Reconcile {
+	if x != nil {
+		return x.Reconcile
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetObservability() *Observability {
+	if x != nil {
+		return x.Observability
 	}
 	return nil
 }
@@ -204,17 +228,17 @@ type Messaging struct {
 	NameServers   string `protobuf:"bytes,1,opt,name=name_servers,json=nameServers,proto3" json:"name_servers,omitempty"`
 	ProducerGroup string `protobuf:"bytes,2,opt,name=producer_group,json=producerGroup,proto3" json:"producer_group,omitempty"`
 	ConsumerGroup string `protobuf:"bytes,3,opt,name=consumer_group,json=consumerGroup,proto3" json:"consumer_group,omitempty"`
-	// A check-back for a payment whose row is missing answers UNKNOWN while
-	// the half message is younger than this (the local transaction may still
-	// be open), ROLLBACK afterwards. Must exceed the local transaction
-	// timeout.
+	// Deprecated and ignored: the check-back is pkg/mqclient/txmsg's fence,
+	// which needs no age window. Kept so older config files still load.
 	CheckUnknownWindow *durationpb.Duration `protobuf:"bytes,4,opt,name=check_unknown_window,json=checkUnknownWindow,proto3" json:"check_unknown_window,omitempty"`
 	// Bound of one local transaction (debit + payment row).
 	LocalTxTimeout *durationpb.Duration `protobuf:"bytes,5,opt,name=local_tx_timeout,json=localTxTimeout,proto3" json:"local_tx_timeout,omitempty"`
 	// Deliver every consumed message twice (a demo and e2e fault switch).
 	DuplicateDelivery bool `protobuf:"varint,6,opt,name=duplicate_delivery,json=duplicateDelivery,proto3" json:"duplicate_delivery,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Bound of one transaction check-back (txmsg.WithCheckTimeout, >= 1s).
+	CheckTimeout  *durationpb.Duration `protobuf:"bytes,7,opt,name=check_timeout,json=checkTimeout,proto3" json:"check_timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Messaging) Reset() {
@@ -289,6 +313,13 @@ func (x *Messaging) GetDuplicateDelivery() bool {
 	return false
 }
 
+func (x *Messaging) GetCheckTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.CheckTimeout
+	}
+	return nil
+}
+
 // Fault switches for demos and e2e. All off by default.
 type Fault struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -303,8 +334,20 @@ type Fault struct {
 	// The simulated gateway sends its capture callback twice (a second
 	// statement line for one payment).
 	GatewayDuplicateCallback bool `protobuf:"varint,4,opt,name=gateway_duplicate_callback,json=gatewayDuplicateCallback,proto3" json:"gateway_duplicate_callback,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// Serve GET/PUT/DELETE /v1/faults to switch faults at runtime (memory
+	// only: a restarted process has only the configured ones).
+	Admin bool `protobuf:"varint,5,opt,name=admin,proto3" json:"admin,omitempty"`
+	// Exit the process inside the local transaction, before COMMIT (the debit
+	// rolls back; the check-back rolls the message back).
+	CrashBeforeCommit bool `protobuf:"varint,6,opt,name=crash_before_commit,json=crashBeforeCommit,proto3" json:"crash_before_commit,omitempty"`
+	// Exit the process after a consumer's transaction committed, before the
+	// acknowledgement reaches the broker (the redelivery must be a no-op).
+	CrashAfterEffect bool `protobuf:"varint,7,opt,name=crash_after_effect,json=crashAfterEffect,proto3" json:"crash_after_effect,omitempty"`
+	// Send every message this service publishes twice (second copy: new msg
+	// id, same business key).
+	DeliverTwice  bool `protobuf:"varint,8,opt,name=deliver_twice,json=deliverTwice,proto3" json:"deliver_twice,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Fault) Reset() {
@@ -365,6 +408,207 @@ func (x *Fault) GetGatewayDuplicateCallback() bool {
 	return false
 }
 
+func (x *Fault) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
+}
+
+func (x *Fault) GetCrashBeforeCommit() bool {
+	if x != nil {
+		return x.CrashBeforeCommit
+	}
+	return false
+}
+
+func (x *Fault) GetCrashAfterEffect() bool {
+	if x != nil {
+		return x.CrashAfterEffect
+	}
+	return false
+}
+
+func (x *Fault) GetDeliverTwice() bool {
+	if x != nil {
+		return x.DeliverTwice
+	}
+	return false
+}
+
+// The order service, read by the "payments" reconciliation job.
+type Order struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gRPC address of the order service (host:port).
+	GrpcAddr      string               `protobuf:"bytes,1,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	Timeout       *durationpb.Duration `protobuf:"bytes,2,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Order) Reset() {
+	*x = Order{}
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Order) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Order) ProtoMessage() {}
+
+func (x *Order) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Order.ProtoReflect.Descriptor instead.
+func (*Order) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Order) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *Order) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+// Reconciliation jobs ("payments", "broker").
+type Reconcile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Run every job this often; 0 = only on demand (POST /v1/reconcile/{job}).
+	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// Items changed more recently than this are in flight, not discrepancies.
+	Grace *durationpb.Duration `protobuf:"bytes,2,opt,name=grace,proto3" json:"grace,omitempty"`
+	// Repair whitelisted classes automatically (false = report only).
+	Repair bool `protobuf:"varint,3,opt,name=repair,proto3" json:"repair,omitempty"`
+	// A half message older than this is reported by the "broker" job.
+	HalfTimeout   *durationpb.Duration `protobuf:"bytes,4,opt,name=half_timeout,json=halfTimeout,proto3" json:"half_timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reconcile) Reset() {
+	*x = Reconcile{}
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reconcile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reconcile) ProtoMessage() {}
+
+func (x *Reconcile) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reconcile.ProtoReflect.Descriptor instead.
+func (*Reconcile) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Reconcile) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Reconcile) GetGrace() *durationpb.Duration {
+	if x != nil {
+		return x.Grace
+	}
+	return nil
+}
+
+func (x *Reconcile) GetRepair() bool {
+	if x != nil {
+		return x.Repair
+	}
+	return false
+}
+
+func (x *Reconcile) GetHalfTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.HalfTimeout
+	}
+	return nil
+}
+
+type Observability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OTLP/HTTP traces endpoint (host:port); empty = spans are created and
+	// propagated (trace context flows through messages) but not exported.
+	OtlpEndpoint  string `protobuf:"bytes,1,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Observability) Reset() {
+	*x = Observability{}
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Observability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Observability) ProtoMessage() {}
+
+func (x *Observability) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Observability.ProtoReflect.Descriptor instead.
+func (*Observability) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Observability) GetOtlpEndpoint() string {
+	if x != nil {
+		return x.OtlpEndpoint
+	}
+	return ""
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -376,7 +620,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +632,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +680,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +692,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +742,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +754,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +807,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +819,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,12 +888,15 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\xd7\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\x8b\x03\n" +
 	"\tBootstrap\x121\n" +
 	"\x06server\x18\x01 \x01(\v2\x19.tide.payment.conf.ServerR\x06server\x12+\n" +
 	"\x04data\x18\x02 \x01(\v2\x17.tide.payment.conf.DataR\x04data\x12:\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1c.tide.payment.conf.MessagingR\tmessaging\x12.\n" +
-	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\"\xc6\x02\n" +
+	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\x12.\n" +
+	"\x05order\x18\x05 \x01(\v2\x18.tide.payment.conf.OrderR\x05order\x12:\n" +
+	"\treconcile\x18\x06 \x01(\v2\x1c.tide.payment.conf.ReconcileR\treconcile\x12F\n" +
+	"\robservability\x18\a \x01(\v2 .tide.payment.conf.ObservabilityR\robservability\"\xc6\x02\n" +
 	"\x06Server\x122\n" +
 	"\x04http\x18\x01 \x01(\v2\x1e.tide.payment.conf.Server.HTTPR\x04http\x122\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1e.tide.payment.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -675,19 +922,34 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\fdial_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vdialTimeout\x12<\n" +
 	"\fread_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
 	"\rwrite_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\x126\n" +
-	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xbd\x02\n" +
+	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xfd\x02\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
 	"\x0econsumer_group\x18\x03 \x01(\tR\rconsumerGroup\x12K\n" +
 	"\x14check_unknown_window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x12checkUnknownWindow\x12C\n" +
 	"\x10local_tx_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x0elocalTxTimeout\x12-\n" +
-	"\x12duplicate_delivery\x18\x06 \x01(\bR\x11duplicateDelivery\"\xf5\x01\n" +
+	"\x12duplicate_delivery\x18\x06 \x01(\bR\x11duplicateDelivery\x12>\n" +
+	"\rcheck_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\fcheckTimeout\"\x8e\x03\n" +
 	"\x05Fault\x12,\n" +
 	"\x12crash_after_commit\x18\x01 \x01(\bR\x10crashAfterCommit\x12=\n" +
 	"\rslow_local_tx\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vslowLocalTx\x12A\n" +
 	"\x1dgateway_timeout_after_capture\x18\x03 \x01(\bR\x1agatewayTimeoutAfterCapture\x12<\n" +
-	"\x1agateway_duplicate_callback\x18\x04 \x01(\bR\x18gatewayDuplicateCallbackB<Z:github.com/tidemq/tide/services/payment/internal/conf;confb\x06proto3"
+	"\x1agateway_duplicate_callback\x18\x04 \x01(\bR\x18gatewayDuplicateCallback\x12\x14\n" +
+	"\x05admin\x18\x05 \x01(\bR\x05admin\x12.\n" +
+	"\x13crash_before_commit\x18\x06 \x01(\bR\x11crashBeforeCommit\x12,\n" +
+	"\x12crash_after_effect\x18\a \x01(\bR\x10crashAfterEffect\x12#\n" +
+	"\rdeliver_twice\x18\b \x01(\bR\fdeliverTwice\"Y\n" +
+	"\x05Order\x12\x1b\n" +
+	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
+	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\xc9\x01\n" +
+	"\tReconcile\x125\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
+	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x12\x16\n" +
+	"\x06repair\x18\x03 \x01(\bR\x06repair\x12<\n" +
+	"\fhalf_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vhalfTimeout\"4\n" +
+	"\rObservability\x12#\n" +
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB<Z:github.com/tidemq/tide/services/payment/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -701,42 +963,53 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.payment.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.payment.conf.Server
 	(*Data)(nil),                // 2: tide.payment.conf.Data
 	(*Messaging)(nil),           // 3: tide.payment.conf.Messaging
 	(*Fault)(nil),               // 4: tide.payment.conf.Fault
-	(*Server_HTTP)(nil),         // 5: tide.payment.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 6: tide.payment.conf.Server.GRPC
-	(*Data_Database)(nil),       // 7: tide.payment.conf.Data.Database
-	(*Data_Redis)(nil),          // 8: tide.payment.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(*Order)(nil),               // 5: tide.payment.conf.Order
+	(*Reconcile)(nil),           // 6: tide.payment.conf.Reconcile
+	(*Observability)(nil),       // 7: tide.payment.conf.Observability
+	(*Server_HTTP)(nil),         // 8: tide.payment.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 9: tide.payment.conf.Server.GRPC
+	(*Data_Database)(nil),       // 10: tide.payment.conf.Data.Database
+	(*Data_Redis)(nil),          // 11: tide.payment.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.payment.conf.Bootstrap.server:type_name -> tide.payment.conf.Server
 	2,  // 1: tide.payment.conf.Bootstrap.data:type_name -> tide.payment.conf.Data
 	3,  // 2: tide.payment.conf.Bootstrap.messaging:type_name -> tide.payment.conf.Messaging
 	4,  // 3: tide.payment.conf.Bootstrap.fault:type_name -> tide.payment.conf.Fault
-	5,  // 4: tide.payment.conf.Server.http:type_name -> tide.payment.conf.Server.HTTP
-	6,  // 5: tide.payment.conf.Server.grpc:type_name -> tide.payment.conf.Server.GRPC
-	7,  // 6: tide.payment.conf.Data.database:type_name -> tide.payment.conf.Data.Database
-	8,  // 7: tide.payment.conf.Data.redis:type_name -> tide.payment.conf.Data.Redis
-	9,  // 8: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
-	9,  // 9: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
-	9,  // 10: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
-	9,  // 11: tide.payment.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	9,  // 12: tide.payment.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	9,  // 13: tide.payment.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	9,  // 14: tide.payment.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	9,  // 15: tide.payment.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	9,  // 16: tide.payment.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 4: tide.payment.conf.Bootstrap.order:type_name -> tide.payment.conf.Order
+	6,  // 5: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
+	7,  // 6: tide.payment.conf.Bootstrap.observability:type_name -> tide.payment.conf.Observability
+	8,  // 7: tide.payment.conf.Server.http:type_name -> tide.payment.conf.Server.HTTP
+	9,  // 8: tide.payment.conf.Server.grpc:type_name -> tide.payment.conf.Server.GRPC
+	10, // 9: tide.payment.conf.Data.database:type_name -> tide.payment.conf.Data.Database
+	11, // 10: tide.payment.conf.Data.redis:type_name -> tide.payment.conf.Data.Redis
+	12, // 11: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
+	12, // 12: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
+	12, // 13: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
+	12, // 14: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
+	12, // 15: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
+	12, // 16: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	12, // 17: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
+	12, // 18: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
+	12, // 19: tide.payment.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	12, // 20: tide.payment.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	12, // 21: tide.payment.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	12, // 22: tide.payment.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	12, // 23: tide.payment.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	12, // 24: tide.payment.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -750,7 +1023,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,6 +1,8 @@
 // Package data implements the biz repositories with gorm on MariaDB/MySQL
-// and go-redis, the simulated payment gateway, and the transactional
-// message publisher with its check-back.
+// and go-redis, the simulated payment gateway, the transactional event
+// publisher (pkg/mqclient/txmsg), the API idempotency store
+// (pkg/mqclient/idempotent), the order service client and the "broker"
+// reconciliation job.
 package data
 
 import (
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/wire"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
@@ -23,15 +26,21 @@ import (
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewTxPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyRepo,
-	NewIdempotencyCache, NewGateway, NewTransaction,
-	wire.Bind(new(biz.Gateway), new(*Gateway)), wire.Bind(new(biz.TxPublisher), new(*TxPublisher)))
+var ProviderSet = wire.NewSet(NewData, NewPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyStore,
+	NewGateway, NewTransaction, NewOrderReader, NewLedger,
+	wire.Bind(new(biz.Gateway), new(*Gateway)), wire.Bind(new(biz.Statement), new(*Gateway)),
+	wire.Bind(new(biz.Publisher), new(*Publisher)))
 
 // Data holds the database and Redis clients. Safe for concurrent use.
 type Data struct {
-	db  *gorm.DB
-	rdb *redis.Client
-	log *slog.Logger
+	db *gorm.DB
+	// keys is a second pool on the same database for the API idempotency
+	// store: its transaction (holding the key's record) stays open while
+	// the payment's own transaction runs on db, so the two must not
+	// compete for one pool's connections.
+	keys *gorm.DB
+	rdb  *redis.Client
+	log  *slog.Logger
 }
 
 type txKey struct{}
@@ -39,28 +48,42 @@ type txKey struct{}
 // NewData connects to the database (running the embedded migrations when
 // c.Database.Migrate is set) and to Redis. cleanup closes both.
 func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
-	if c.GetDatabase().GetSource() == "" {
+	src := c.GetDatabase().GetSource()
+	if src == "" {
 		return nil, nil, errors.New("data: database source is empty")
 	}
-	db, err := gorm.Open(mysql.Open(c.GetDatabase().GetSource()), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: open database: %w", err)
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
-	}
-	if n := c.GetDatabase().GetMaxOpenConns(); n > 0 {
-		sqlDB.SetMaxOpenConns(int(n))
-	}
 	if c.GetDatabase().GetMigrate() {
-		if err := Migrate(c.GetDatabase().GetSource()); err != nil {
-			sqlDB.Close()
+		if err := Migrate(src); err != nil {
 			return nil, nil, err
 		}
+	}
+	dsn, err := readCommitted(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	open := func(max int) (*gorm.DB, *sql.DB, error) {
+		db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("data: open database: %w", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, nil, fmt.Errorf("data: %w", err)
+		}
+		if max > 0 {
+			sqlDB.SetMaxOpenConns(max)
+		}
+		return db, sqlDB, nil
+	}
+	n := int(c.GetDatabase().GetMaxOpenConns())
+	db, sqlDB, err := open(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, keysDB, err := open(n)
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, err
 	}
 	rc := c.GetRedis()
 	rdb := redis.NewClient(&redis.Options{
@@ -71,16 +94,51 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 		ReadTimeout:  durationOr(rc.GetReadTimeout().AsDuration(), 500*time.Millisecond),
 		WriteTimeout: durationOr(rc.GetWriteTimeout().AsDuration(), 500*time.Millisecond),
 	})
-	d := &Data{db: db, rdb: rdb, log: l}
+	d := &Data{db: db, keys: keys, rdb: rdb, log: l}
 	cleanup := func() {
 		if err := rdb.Close(); err != nil {
 			l.Warn("data: close redis", "err", err)
 		}
-		if err := sqlDB.Close(); err != nil {
-			l.Warn("data: close database", "err", err)
+		for _, s := range []*sql.DB{keysDB, sqlDB} {
+			if err := s.Close(); err != nil {
+				l.Warn("data: close database", "err", err)
+			}
 		}
 	}
 	return d, cleanup, nil
+}
+
+// readCommitted returns dsn with the session isolation set to READ
+// COMMITTED (the variable is tx_isolation on MariaDB before 11.1 and
+// transaction_isolation on MySQL 8). Every decision is taken on rows read
+// with a lock or by conditional UPDATEs, and REPEATABLE READ's gap locks
+// on absent rows (cancellation marks, fence keys) would make concurrent
+// payments deadlock. Transactions begun by txmsg and idempotent get it too.
+func readCommitted(dsn string) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("data: database source: %w", err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", fmt.Errorf("data: open database: %w", err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return "", fmt.Errorf("data: database version: %w", err)
+	}
+	name := "transaction_isolation"
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		name = "tx_isolation"
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params[name] = "'READ-COMMITTED'"
+	return cfg.FormatDSN(), nil
 }
 
 func durationOr(d, def time.Duration) time.Duration {
@@ -88,6 +146,12 @@ func durationOr(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// WithTx returns ctx carrying tx, so that repositories called with it
+// join that transaction (the idempotent consumer's or txmsg's).
+func WithTx(ctx context.Context, tx *gorm.DB) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
 }
 
 // DB returns the transaction in ctx, or the pool, bound to ctx.
@@ -98,20 +162,22 @@ func (d *Data) DB(ctx context.Context) *gorm.DB {
 	return d.db.WithContext(ctx)
 }
 
+// Gorm returns the pool (for the pattern packages: txmsg, idempotent,
+// reconcile).
+func (d *Data) Gorm() *gorm.DB { return d.db }
+
+// Redis returns the Redis client.
+func (d *Data) Redis() *redis.Client { return d.rdb }
+
 // InTx runs fn in a transaction carried by the ctx it passes to fn; a
 // nested call joins the outer transaction.
-//
-// Transactions run at READ COMMITTED: every decision is taken on rows read
-// with a lock (SELECT … FOR UPDATE) or by conditional UPDATEs, and
-// REPEATABLE READ's gap locks on absent rows (cancellation marks, order
-// payments) would make concurrent payments deadlock.
 func (d *Data) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
 	return d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(context.WithValue(ctx, txKey{}, tx))
-	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		return fn(WithTx(ctx, tx))
+	})
 }
 
 // Ping checks the database and Redis (readiness).
@@ -134,9 +200,5 @@ func NewTransaction(d *Data) biz.Transaction { return d }
 
 // SplitAddrs splits a NameServer list separated by ';' or ','.
 func SplitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-		out = append(out, a)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 )
 
 func newTestData(t *testing.T) *Data {
@@ -53,20 +54,18 @@ func TestDataAccountsSeededAndMoved(t *testing.T) {
 	}
 }
 
-// The payment row, the idempotency record and the debit commit together
-// or not at all; the gateway's ledger is outside the transaction.
+// The payment row and the debit commit together or not at all; the
+// gateway's ledger is outside the transaction.
 func TestDataPaymentTransactionAtomic(t *testing.T) {
 	d := newTestData(t)
 	ctx := context.Background()
-	payments, keys, accounts := NewPaymentRepo(d), NewIdempotencyRepo(d), NewAccountRepo(d)
-	gw := NewGateway(d, &conf.Fault{GatewayTimeoutAfterCapture: true}, slog.Default())
+	payments, accounts := NewPaymentRepo(d), NewAccountRepo(d)
+	faults := fault.New(map[string]fault.Spec{fault.GatewayTimeoutAfterCapture: {Enabled: true, Count: 1}}, nil, nil)
+	gw := NewGateway(d, faults, slog.Default())
 	now := time.Now().UTC()
 	p := &biz.Payment{ID: biz.PaymentID("k1"), OrderID: "o1", UserID: "u-alice", Amount: 100, Status: biz.StatusSucceeded,
 		IdempotencyKey: "k1", CreatedAt: now, UpdatedAt: now}
-	err := d.InTx(ctx, func(ctx context.Context) error {
-		if err := keys.Create(ctx, &biz.IdempotencyRecord{Key: "k1", Fingerprint: "fp", Response: []byte("{}"), CreatedAt: now}); err != nil {
-			return err
-		}
+	pay := func(ctx context.Context) error {
 		if err := payments.Create(ctx, p); err != nil {
 			return err
 		}
@@ -74,12 +73,9 @@ func TestDataPaymentTransactionAtomic(t *testing.T) {
 			return err
 		}
 		return gw.Capture(ctx, p)
-	})
-	if !errors.Is(err, biz.ErrGatewayTimeout) {
-		t.Fatalf("err = %v", err)
 	}
-	if rec, _ := keys.Get(ctx, "k1"); rec != nil {
-		t.Fatal("idempotency record survived the rollback")
+	if err := d.InTx(ctx, pay); !errors.Is(err, biz.ErrGatewayTimeout) {
+		t.Fatalf("err = %v", err)
 	}
 	if _, err := payments.Get(ctx, p.ID); !errors.Is(err, biz.ErrPaymentNotFound) {
 		t.Fatalf("payment survived the rollback: %v", err)
@@ -88,23 +84,17 @@ func TestDataPaymentTransactionAtomic(t *testing.T) {
 		t.Fatalf("balance %d after rollback", b)
 	}
 	lines, err := gw.Statement(ctx, 0, 10)
-	if err != nil || len(lines) != 1 || lines[0].Kind != "capture" {
+	if err != nil || len(lines) != 1 || lines[0].Kind != biz.LineCapture {
 		t.Fatalf("gateway statement = %+v, %v (the capture must survive: captured but unknown to us)", lines, err)
 	}
 
-	// Committed: a second record for the key and a second payment for the
-	// order are refused.
-	err = d.InTx(ctx, func(ctx context.Context) error {
-		if err := keys.Create(ctx, &biz.IdempotencyRecord{Key: "k1", Fingerprint: "fp", Response: []byte("{}"), CreatedAt: now}); err != nil {
-			return err
-		}
-		return payments.Create(ctx, p)
-	})
-	if err != nil {
+	// Committed (the fault fired once): the same payment again is
+	// ErrPaymentExists, another payment for the order ErrOrderAlreadyPaid.
+	if err := d.InTx(ctx, pay); err != nil {
 		t.Fatal(err)
 	}
-	if err := keys.Create(ctx, &biz.IdempotencyRecord{Key: "k1", Fingerprint: "fp", Response: []byte("{}"), CreatedAt: now}); !errors.Is(err, biz.ErrIdempotencyInProgress) {
-		t.Fatalf("duplicate key: %v", err)
+	if err := payments.Create(ctx, p); !errors.Is(err, biz.ErrPaymentExists) {
+		t.Fatalf("same payment: %v", err)
 	}
 	q := *p
 	q.ID, q.IdempotencyKey = biz.PaymentID("k2"), "k2"
@@ -124,5 +114,60 @@ func TestDataPaymentTransactionAtomic(t *testing.T) {
 	}
 	if ok, err := payments.OrderCancelled(ctx, "o9"); !ok || err != nil {
 		t.Fatalf("OrderCancelled = %v %v", ok, err)
+	}
+	// Ledger and statement views used by reconciliation.
+	ps, err := NewLedger(d).PaymentsAfter(ctx, "", 10)
+	if err != nil || len(ps) != 1 || ps[0].ID != p.ID {
+		t.Fatalf("PaymentsAfter = %v, %v", ps, err)
+	}
+	caps, err := gw.CapturesAfter(ctx, 0, 10)
+	if err != nil || len(caps) != 1 {
+		t.Fatalf("CapturesAfter = %v, %v", caps, err)
+	}
+	for range 2 { // idempotent per reference
+		if err := gw.RefundCapture(ctx, &caps[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ls, _ := gw.LinesFor(ctx, []string{p.ID}); len(ls) != 2 || ls[1].Ref != biz.CaptureRefundRef(caps[0].Ref) {
+		t.Fatalf("lines = %+v", ls)
+	}
+}
+
+// The API idempotency store replays the stored response, rejects another
+// body under the same key and stores nothing when fn fails.
+func TestDataIdempotencyStore(t *testing.T) {
+	d := newTestData(t)
+	ctx := context.Background()
+	s, err := NewIdempotencyStore(d, nil, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	fn := func(resp string, fail error) func(context.Context) ([]byte, error) {
+		return func(context.Context) ([]byte, error) { runs++; return []byte(resp), fail }
+	}
+	if _, _, err := s.Do(ctx, "a", []byte("fp1"), fn("", errors.New("transient"))); err == nil {
+		t.Fatal("fn error not returned")
+	}
+	tests := []struct {
+		name         string
+		fp, resp     string
+		wantResp     string
+		wantReplayed bool
+		wantErr      error
+	}{
+		{"first", "fp1", "r1", "r1", false, nil},
+		{"repeat", "fp1", "r2", "r1", true, nil},
+		{"other body", "fp2", "r3", "", false, biz.ErrIdempotencyKeyReused},
+	}
+	for _, tt := range tests {
+		resp, replayed, err := s.Do(ctx, "a", []byte(tt.fp), fn(tt.resp, nil))
+		if !errors.Is(err, tt.wantErr) || (err == nil && tt.wantErr != nil) || string(resp) != tt.wantResp || replayed != tt.wantReplayed {
+			t.Fatalf("%s: %q %v %v", tt.name, resp, replayed, err)
+		}
+	}
+	if runs != 2 {
+		t.Fatalf("fn ran %d times, want 2 (the failed one and the first)", runs)
 	}
 }

@@ -59,8 +59,11 @@ func (r *paymentRepo) Create(ctx context.Context, p *biz.Payment) error {
 	row := paymentRow{ID: p.ID, OrderID: p.OrderID, UserID: p.UserID, Amount: p.Amount, Status: string(p.Status),
 		IdempotencyKey: p.IdempotencyKey, Reason: p.Reason, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	err := r.data.DB(ctx).Create(&row).Error
-	if msg, ok := isDuplicate(err); ok && strings.Contains(msg, "payments_order") {
-		return biz.ErrOrderAlreadyPaid.WithMetadata(map[string]string{"order_id": p.OrderID})
+	if msg, ok := isDuplicate(err); ok {
+		if strings.Contains(msg, "payments_order") {
+			return biz.ErrOrderAlreadyPaid.WithMetadata(map[string]string{"order_id": p.OrderID})
+		}
+		return biz.ErrPaymentExists.WithMetadata(map[string]string{"payment_id": p.ID})
 	}
 	if err != nil {
 		return fmt.Errorf("data: create payment: %w", err)
@@ -84,12 +87,8 @@ func (r *paymentRepo) Get(ctx context.Context, id string) (*biz.Payment, error) 
 	return r.take(r.data.DB(ctx).Where("id = ?", id), id)
 }
 
-func (r *paymentRepo) GetByKey(ctx context.Context, key string) (*biz.Payment, error) {
-	return r.take(r.data.DB(ctx).Where("idempotency_key = ?", key), key)
-}
-
-func (r *paymentRepo) GetByOrderForUpdate(ctx context.Context, orderID string) (*biz.Payment, error) {
-	p, err := r.take(r.data.DB(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_id = ?", orderID), orderID)
+func (r *paymentRepo) GetByOrder(ctx context.Context, orderID string) (*biz.Payment, error) {
+	p, err := r.take(r.data.DB(ctx).Where("order_id = ?", orderID), orderID)
 	if errors.Is(err, biz.ErrPaymentNotFound) {
 		return nil, nil
 	}
@@ -120,4 +119,39 @@ func (r *paymentRepo) OrderCancelled(ctx context.Context, orderID string) (bool,
 		return false, fmt.Errorf("data: order %s cancelled: %w", orderID, err)
 	}
 	return n > 0, nil
+}
+
+// Ledger is biz.Ledger on the payments table.
+type Ledger struct{ data *Data }
+
+// NewLedger returns the reconciliation's view of our payments.
+func NewLedger(d *Data) biz.Ledger { return &Ledger{data: d} }
+
+// PaymentsAfter implements biz.Ledger.
+func (l *Ledger) PaymentsAfter(ctx context.Context, after string, limit int) ([]*biz.Payment, error) {
+	var rows []paymentRow
+	if err := l.data.DB(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("data: payments after %q: %w", after, err)
+	}
+	out := make([]*biz.Payment, len(rows))
+	for i := range rows {
+		out[i] = rows[i].biz()
+	}
+	return out, nil
+}
+
+// PaymentsByID implements biz.Ledger.
+func (l *Ledger) PaymentsByID(ctx context.Context, ids []string) (map[string]*biz.Payment, error) {
+	out := map[string]*biz.Payment{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []paymentRow
+	if err := l.data.DB(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("data: payments by id: %w", err)
+	}
+	for i := range rows {
+		out[rows[i].ID] = rows[i].biz()
+	}
+	return out, nil
 }

@@ -2,94 +2,96 @@ package data
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/metrics"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 )
 
-// Message properties of payment events. The ordered ones match
-// pkg/mqclient/ordered.Stamp.
-// TODO(patterns): call ordered.Stamp once pkg/mqclient/ordered is final.
-const (
-	propOrderKey     = "tideOrderKey"
-	propOrderVersion = "tideOrderVersion"
-	propPaymentID    = "tidePaymentId"
-)
-
-// CheckFunc answers a check-back (biz.PaymentUsecase.CheckEvent).
-type CheckFunc func(ctx context.Context, kind biz.EventKind, paymentID string, born time.Time) biz.Decision
-
-// TxPublisher sends payment events as transactional messages with
-// mqclient's transaction producer (group messaging.producer_group, so the
-// broker's check-backs reach any live payment instance).
-//
-// TODO(patterns): move to pkg/mqclient/txmsg (Sender bound to the gorm
-// transaction, fenced check-back) once its API is final.
-type TxPublisher struct {
-	p     *mqclient.Producer
-	check atomic.Pointer[CheckFunc]
-	log   *slog.Logger
+// Publisher sends payment events to payment-events (ordered by order id,
+// keys = order id and payment id): transactional ones through a
+// txmsg.Sender (producer group messaging.producer_group, so check-backs
+// reach any live payment instance and are answered from the fence
+// table), plain ones (re-emissions) through its producer. Safe for
+// concurrent use.
+type Publisher struct {
+	s      *txmsg.Sender
+	faults *fault.Set
+	log    *slog.Logger
 }
 
-// NewTxPublisher creates and starts the transaction producer; cleanup
-// shuts it down. Check-backs answer UNKNOWN until SetChecker is called.
-func NewTxPublisher(c *conf.Messaging, l *slog.Logger) (*TxPublisher, func(), error) {
-	tp := &TxPublisher{log: l}
-	p, err := mqclient.NewTransactionProducer(tp.checkBack,
-		mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...),
-		mqclient.WithProducerGroup(c.GetProducerGroup()),
-		mqclient.WithLogger(l))
+// NewPublisher creates and starts the txmsg Sender on d's database (the
+// fence table comes from the migrations). Its crash points honour the
+// crash_after_commit fault. cleanup shuts it down.
+func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*Publisher, func(), error) {
+	group := c.GetProducerGroup()
+	if group == "" {
+		group = eventv1.GroupPaymentProducer
+	}
+	opts := []txmsg.Option{
+		txmsg.WithGroup(group),
+		txmsg.WithLogger(l),
+		txmsg.WithRegisterer(reg),
+		txmsg.WithHook(func(point string) {
+			if point == "after-commit" {
+				faults.Crash(fault.CrashAfterCommit, "point", point)
+			}
+		}),
+		txmsg.WithProducerOptions(
+			mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...),
+			mqclient.WithLogger(l),
+			// A restarted instance answers check-backs of half messages
+			// its crashed predecessor left, before it sends anything.
+			mqclient.WithTopics(eventv1.TopicPaymentEvents),
+			mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{}), mm.SendInterceptor())),
+	}
+	if d := c.GetCheckTimeout().AsDuration(); d > 0 {
+		opts = append(opts, txmsg.WithCheckTimeout(d))
+	}
+	s, err := txmsg.New(d.Gorm(), opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: transaction producer: %w", err)
+		return nil, nil, fmt.Errorf("data: txmsg sender: %w", err)
 	}
-	if err := p.Start(context.Background()); err != nil {
-		return nil, nil, fmt.Errorf("data: start transaction producer: %w", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The topics must exist before the producer starts: it heartbeats the
+	// brokers of its topics at Start (so that it answers check-backs of
+	// half messages a crashed instance left) and does not retry a topic
+	// that was missing then.
+	if err := EnsureTopics(ctx, SplitAddrs(c.GetNameServers()), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
+		return nil, nil, err
 	}
-	tp.p = p
-	return tp, func() {
+	if err := s.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("data: start txmsg sender: %w", err)
+	}
+	return &Publisher{s: s, faults: faults, log: l}, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
+		if err := s.Shutdown(ctx); err != nil {
 			l.Warn("data: producer shutdown", "err", err)
 		}
 	}, nil
 }
 
-// SetChecker implements biz.TxPublisher.
-func (tp *TxPublisher) SetChecker(f func(ctx context.Context, kind biz.EventKind, paymentID string, born time.Time) biz.Decision) {
-	cf := CheckFunc(f)
-	tp.check.Store(&cf)
-}
-
-func (tp *TxPublisher) checkBack(ctx context.Context, m *mqclient.MessageExt) mqclient.TransactionState {
-	f := tp.check.Load()
-	id := m.Properties[propPaymentID]
-	if f == nil || id == "" {
-		return mqclient.TransactionUnknown
-	}
-	// TODO(patterns): born is the producer's clock; txmsg's fence removes
-	// the dependence on it.
-	d := (*f)(ctx, biz.EventKind(m.Tag), id, m.BornTimestamp)
-	tp.log.InfoContext(ctx, "transaction check-back", "payment_id", id, "tag", m.Tag, "decision", d)
-	switch d {
-	case biz.DecideCommit:
-		return mqclient.TransactionCommit
-	case biz.DecideRollback:
-		return mqclient.TransactionRollback
-	}
-	return mqclient.TransactionUnknown
-}
+// Sender returns the txmsg Sender (tests drive its check-back).
+func (p *Publisher) Sender() *txmsg.Sender { return p.s }
 
 func encodeEvent(ev *biz.Event) (proto.Message, error) {
 	at := timestamppb.New(ev.At)
@@ -102,36 +104,87 @@ func encodeEvent(ev *biz.Event) (proto.Message, error) {
 	return nil, fmt.Errorf("data: unknown event kind %q", ev.Kind)
 }
 
-// ErrHalfMessage: the half message could not be stored; nothing ran.
-var ErrHalfMessage = errors.New("data: half message not stored")
-
-// SendInTransaction implements biz.TxPublisher.
-func (tp *TxPublisher) SendInTransaction(ctx context.Context, ev *biz.Event, local func(ctx context.Context) error) error {
+// Message builds ev's message: tag = event type, ShardingKey = order id
+// with the event's version (ordered.Stamp), Keys = order id, payment id.
+func Message(ev *biz.Event) (*mqclient.Message, error) {
 	m, err := encodeEvent(ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body, err := eventv1.Marshal(m)
 	if err != nil {
+		return nil, err
+	}
+	msg := &mqclient.Message{Topic: eventv1.TopicPaymentEvents, Tag: eventv1.Tag(m), Body: body,
+		Keys: []string{ev.OrderID, ev.PaymentID}}
+	return ordered.Stamp(msg, ev.OrderID, ev.Seq), nil
+}
+
+// txKeyFor is the txmsg key of one attempt: the event and payment, plus a
+// random suffix, because a key fenced by a check-back (the process died
+// before its transaction) can never commit again, and the retry of the
+// same request must be able to.
+func txKeyFor(ev *biz.Event) (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return string(ev.Kind) + ":" + ev.PaymentID + ":" + hex.EncodeToString(b[:]), nil
+}
+
+// Publish implements biz.Publisher with txmsg.Sender.Send.
+func (p *Publisher) Publish(ctx context.Context, ev *biz.Event, local func(ctx context.Context) error) error {
+	msg, err := Message(ev)
+	if err != nil {
 		return err
 	}
-	msg := &mqclient.Message{Topic: eventv1.TopicPaymentEvents, Tag: eventv1.Tag(m), Body: body, ShardingKey: ev.OrderID,
-		Keys: []string{ev.OrderID, ev.PaymentID},
-		Properties: map[string]string{propOrderKey: ev.OrderID, propOrderVersion: strconv.FormatInt(ev.Seq, 10),
-			propPaymentID: ev.PaymentID}}
-	ran := false
-	var localErr error
-	_, state, err := tp.p.SendInTransaction(ctx, msg, func(ctx context.Context) error {
-		ran = true
-		localErr = local(ctx)
-		return localErr
-	})
-	if !ran {
-		return fmt.Errorf("%w: %w", ErrHalfMessage, err)
+	key, err := txKeyFor(ev)
+	if err != nil {
+		return err
 	}
-	if err != nil && localErr == nil {
-		// END_TRANSACTION failed after a commit: the check-back commits.
-		tp.log.WarnContext(ctx, "end transaction failed; the check-back decides", "payment_id", ev.PaymentID, "state", state, "err", err)
+	log := p.log.With("topic", msg.Topic, "tag", msg.Tag, "order_id", ev.OrderID, "payment_id", ev.PaymentID, "tx_key", key)
+	res, err := p.s.Send(ctx, msg, key, func(tx *gorm.DB) error { return local(WithTx(ctx, tx)) })
+	switch {
+	case err == nil:
+		log.InfoContext(ctx, "event committed", "msg_id", res.MsgID)
+		p.twice(ctx, msg, log)
+		return nil
+	case res == nil:
+		log.WarnContext(ctx, "half message not stored", "err", err)
+		return biz.ErrUnavailable.WithCause(err)
+	case errors.Is(err, mqclient.ErrTransactionUnknown):
+		return biz.ErrCommitUnknown.WithCause(err)
+	case errors.Is(err, txmsg.ErrFenced), errors.Is(err, txmsg.ErrKeyCommitted):
+		return biz.ErrUnavailable.WithCause(err)
 	}
-	return localErr
+	return err // local's error: rolled back, message discarded
+}
+
+// twice sends the deliver_twice fault's second copy.
+func (p *Publisher) twice(ctx context.Context, msg *mqclient.Message, log *slog.Logger) {
+	if ok, _ := p.faults.Fire(fault.DeliverTwice); !ok {
+		return
+	}
+	res, err := p.s.Producer().Send(context.WithoutCancel(ctx), msg)
+	if err != nil {
+		log.WarnContext(ctx, "FAULT deliver_twice: second copy failed", "err", err)
+		return
+	}
+	log.WarnContext(ctx, "FAULT deliver_twice: second copy sent", "msg_id", res.MsgID)
+}
+
+// Emit implements biz.Publisher: a plain send with the event's keys.
+func (p *Publisher) Emit(ctx context.Context, ev *biz.Event) error {
+	msg, err := Message(ev)
+	if err != nil {
+		return err
+	}
+	res, err := p.s.Producer().Send(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("data: emit %s %s: %w", ev.Kind, ev.OrderID, err)
+	}
+	log := p.log.With("topic", msg.Topic, "tag", msg.Tag, "order_id", ev.OrderID, "payment_id", ev.PaymentID)
+	log.InfoContext(ctx, "event re-emitted", "msg_id", res.MsgID)
+	p.twice(ctx, msg, log)
+	return nil
 }

@@ -6,30 +6,40 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
+	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
 
+// HandlerOrderCancelled names the OrderCancelled handler's dedup records.
+const HandlerOrderCancelled = "order-cancelled"
+
 // ConsumerServer consumes OrderCancelled from order-events (ordered per
-// order id) to refund late payments. On Start it makes sure order-events
-// and payment-events exist. It is a Kratos transport.Server.
-//
-// TODO(patterns): wrap the handler with pkg/mqclient/idempotent once its
-// API is final; today the cancelled_orders row and the payment's
-// conditional SUCCEEDED→REFUNDED update (plus the Redis fast path in biz)
-// make the refund happen once.
+// order id) to refuse and refund late payments, as a kratosmq server. On
+// Start it makes sure order-events and payment-events exist.
 type ConsumerServer struct {
 	mq     *kratosmq.Server
 	nsAddr []string
 }
 
-// NewConsumerServer subscribes the service to order cancellations.
-func NewConsumerServer(c *conf.Messaging, s *service.PaymentService, l *slog.Logger) (*ConsumerServer, error) {
+// NewConsumerServer subscribes the service to order cancellations. The
+// handler is idempotent (pkg/mqclient/idempotent: Redis fast path, dedup
+// record in mq_dedup committed with the cancellation mark), then refunds
+// the order's payment (itself idempotent), then honours the
+// crash_after_effect fault before the acknowledgement.
+func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentService, faults *fault.Set,
+	reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*ConsumerServer, error) {
 	ns := data.SplitAddrs(c.GetNameServers())
 	if len(ns) == 0 {
 		return nil, errors.New("server: messaging.name_servers is empty")
@@ -38,20 +48,83 @@ func NewConsumerServer(c *conf.Messaging, s *service.PaymentService, l *slog.Log
 	if group == "" {
 		group = eventv1.GroupPayment
 	}
-	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(l))}
+	h, err := OrderCancelledHandler(group, d, s, faults, reg, l)
+	if err != nil {
+		return nil, err
+	}
+	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(
+		tracing.Middleware(tracing.Options{}), mm.Middleware(group), middleware.Recover(l))}
 	if c.GetDuplicateDelivery() {
 		opts = append(opts, mqclient.WithMiddleware(middleware.Duplicate()))
 	}
 	mq := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...), mqclient.WithLogger(l)), kratosmq.WithLogger(l))
-	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, s.HandleOrderEvent, opts...); err != nil {
+	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, h, opts...); err != nil {
 		return nil, err
 	}
 	return &ConsumerServer{mq: mq, nsAddr: ns}, nil
 }
 
+// OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
+// for group.
+func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService, faults *fault.Set,
+	reg prometheus.Registerer, l *slog.Logger) (mqclient.Handler, error) {
+	orderID := func(m *mqclient.MessageExt) (string, error) {
+		ev, _, err := service.OrderCancelled(m)
+		if err != nil {
+			return "", err
+		}
+		if ev == nil {
+			return "", fmt.Errorf("not OrderCancelled")
+		}
+		return ev.GetOrderId(), nil
+	}
+	idem, err := idempotent.New(d.Gorm(), d.Redis(), idempotent.Options{
+		Group: group, Handler: HandlerOrderCancelled,
+		Key: orderID,
+		// The order id is the whole business fact: a resent cancellation
+		// (new msg id, new timestamp) is the same event.
+		Payload:     func(m *mqclient.MessageExt) ([]byte, error) { k, err := orderID(m); return []byte(k), err },
+		RedisPolicy: idempotent.FailClosedDB,
+		Logger:      l, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mark := idem.Wrap(func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error {
+		ev, _, err := service.OrderCancelled(m)
+		if err != nil {
+			return err
+		}
+		return s.MarkCancelled(data.WithTx(ctx, tx), ev)
+	})
+	return func(ctx context.Context, m *mqclient.MessageExt) error {
+		ev, ok, err := service.OrderCancelled(m)
+		if !ok {
+			return nil
+		}
+		log := l.With("topic", m.Topic, "group", group, "msg_id", m.MsgID, "tag", m.Tag)
+		if err != nil {
+			log.ErrorContext(ctx, "undecodable message; to the DLQ", "err", err)
+			return middleware.Permanent(err)
+		}
+		log = log.With("order_id", ev.GetOrderId())
+		if err := mark(ctx, m); err != nil {
+			log.WarnContext(ctx, "OrderCancelled not applied; will retry", "err", err)
+			return err
+		}
+		if err := s.RefundCancelled(ctx, ev); err != nil {
+			log.WarnContext(ctx, "refund failed; will retry", "err", err)
+			return err
+		}
+		log.InfoContext(ctx, "OrderCancelled handled")
+		faults.Crash(fault.CrashAfterEffect, "order_id", ev.GetOrderId(), "msg_id", m.MsgID)
+		return nil
+	}, nil
+}
+
 // Start creates the topics if missing, then starts the consumer.
 func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := EnsureTopics(ctx, s.nsAddr, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
+	if err := data.EnsureTopics(ctx, s.nsAddr, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
 		return err
 	}
 	return s.mq.Start(ctx)
@@ -59,35 +132,3 @@ func (s *ConsumerServer) Start(ctx context.Context) error {
 
 // Stop drains the consumer (running handlers finish, offsets commit).
 func (s *ConsumerServer) Stop(ctx context.Context) error { return s.mq.Stop(ctx) }
-
-// EnsureTopics creates topics (8 queues, on every master) that do not
-// exist yet and waits until the NameServers route them.
-func EnsureTopics(ctx context.Context, nameServers []string, topics ...string) error {
-	a, err := mqclient.NewAdmin(mqclient.WithNameServers(nameServers...))
-	if err != nil {
-		return err
-	}
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-	defer a.Shutdown(context.WithoutCancel(ctx))
-	have, err := a.Topics(ctx)
-	if err != nil {
-		return fmt.Errorf("server: list topics: %w", err)
-	}
-	for _, t := range topics {
-		found := false
-		for _, h := range have {
-			found = found || h == t
-		}
-		if !found {
-			if err := a.CreateTopic(ctx, t, mqclient.TopicConfig{Order: true}); err != nil {
-				return fmt.Errorf("server: create topic: %w", err)
-			}
-		}
-		if err := a.WaitTopic(ctx, t); err != nil {
-			return err
-		}
-	}
-	return nil
-}

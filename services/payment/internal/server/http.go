@@ -3,14 +3,23 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	nethttp "net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/services/payment/internal/conf"
@@ -20,10 +29,12 @@ import (
 
 // NewHTTPServer returns the HTTP server with the API routes (written by
 // hand: protoc-gen-go-http is not available), the simulated gateway's
-// statement, /healthz (the process runs) and /readyz (database and Redis
-// answer).
-func NewHTTPServer(c *conf.Server, s *service.PaymentService, gw *data.Gateway, ready Pinger, logger log.Logger) *http.Server {
-	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), logging.Server(logger))}
+// statement, the reconciliation endpoints, /v1/faults (only when
+// fault.admin is on), /metrics, /healthz (the process runs) and /readyz
+// (database, Redis and the NameServer answer).
+func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *data.Gateway, rc *Reconciler,
+	faults *fault.Set, reg *prometheus.Registry, ready Pinger, logger log.Logger) *http.Server {
+	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}
@@ -35,6 +46,11 @@ func NewHTTPServer(c *conf.Server, s *service.PaymentService, gw *data.Gateway, 
 	}
 	srv := http.NewServer(opts...)
 	registerHealth(srv, ready)
+	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	registerReconcile(srv, rc)
+	if fc.GetAdmin() {
+		registerFaults(srv, faults)
+	}
 	srv.HandleFunc("/v1/gateway/statement", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 		lines, err := gw.Statement(r.Context(), after, 1000)
@@ -93,6 +109,112 @@ func registerHealth(srv *http.Server, ready Pinger) {
 		}
 		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "ready"})
 	})
+}
+
+func registerReconcile(srv *http.Server, rc *Reconciler) {
+	srv.HandlePrefix("/v1/reconcile/", nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		job := strings.TrimPrefix(r.URL.Path, "/v1/reconcile/")
+		switch {
+		case job == "runs" && r.Method == nethttp.MethodGet:
+			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+			if limit <= 0 || limit > 500 {
+				limit = 50
+			}
+			runs, audit, err := rc.Runs(r.Context(), r.URL.Query().Get("job"), limit)
+			if err != nil {
+				writeJSON(w, nethttp.StatusServiceUnavailable, errBody("UNAVAILABLE", err))
+				return
+			}
+			writeJSON(w, nethttp.StatusOK, map[string]any{"runs": runs, "audit": audit})
+		case r.Method == nethttp.MethodPost && job != "" && !strings.Contains(job, "/"):
+			var in struct {
+				DryRun bool `json:"dry_run"`
+			}
+			if b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16)); len(strings.TrimSpace(string(b))) > 0 {
+				if err := json.Unmarshal(b, &in); err != nil {
+					writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
+					return
+				}
+			}
+			rep, err := rc.Run(r.Context(), job, in.DryRun)
+			switch {
+			case errors.Is(err, ErrUnknownJob):
+				writeJSON(w, nethttp.StatusNotFound, errBody("UNKNOWN_JOB", err))
+			case errors.Is(err, reconcile.ErrLeaseHeld):
+				writeJSON(w, nethttp.StatusConflict, errBody("RUN_IN_PROGRESS", err))
+			case err != nil:
+				writeJSON(w, nethttp.StatusServiceUnavailable, errBody("UNAVAILABLE", err))
+			default:
+				writeJSON(w, nethttp.StatusOK, rep)
+			}
+		default:
+			writeJSON(w, nethttp.StatusNotFound, errBody("NOT_FOUND", errors.New("POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job=")))
+		}
+	}))
+}
+
+// registerFaults serves the runtime fault switches (contract.md).
+func registerFaults(srv *http.Server, faults *fault.Set) {
+	list := func(w nethttp.ResponseWriter) {
+		writeJSON(w, nethttp.StatusOK, map[string]any{"faults": faults.List()})
+	}
+	srv.HandleFunc("/v1/faults", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch r.Method {
+		case nethttp.MethodGet:
+			list(w)
+		case nethttp.MethodDelete:
+			faults.Reset()
+			list(w)
+		default:
+			writeJSON(w, nethttp.StatusMethodNotAllowed, errBody("METHOD_NOT_ALLOWED", errors.New("GET or DELETE")))
+		}
+	})
+	srv.HandlePrefix("/v1/faults/", nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Method != nethttp.MethodPut {
+			writeJSON(w, nethttp.StatusMethodNotAllowed, errBody("METHOD_NOT_ALLOWED", errors.New("PUT /v1/faults/{name}")))
+			return
+		}
+		name := strings.TrimPrefix(r.URL.Path, "/v1/faults/")
+		var in struct {
+			Enabled *bool  `json:"enabled"`
+			Count   int    `json:"count"`
+			Delay   string `json:"delay"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil {
+			writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
+			return
+		}
+		sp := fault.Spec{Enabled: in.Enabled == nil || *in.Enabled, Count: in.Count}
+		if in.Delay != "" {
+			d, err := time.ParseDuration(in.Delay)
+			if err != nil {
+				writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
+				return
+			}
+			sp.Delay = d
+		}
+		if err := faults.Arm(name, sp); err != nil {
+			code := nethttp.StatusBadRequest
+			if errors.Is(err, fault.ErrUnknown) {
+				code = nethttp.StatusNotFound
+			}
+			writeJSON(w, code, errBody("INVALID_FAULT", err))
+			return
+		}
+		list(w)
+	}))
+}
+
+func errBody(reason string, err error) map[string]any {
+	return map[string]any{"reason": reason, "message": err.Error()}
+}
+
+// rawJSON returns s as JSON when it is, else as a string.
+func rawJSON(s string) any {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	return s
 }
 
 func writeJSON(w nethttp.ResponseWriter, code int, v any) {

@@ -6,75 +6,204 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	nethttp "net/http"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
+	orderv1 "github.com/tidemq/tide/api/order/v1"
 	v1 "github.com/tidemq/tide/api/payment/v1"
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
+	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
 
+// fakeOrders is the order service's gRPC API as the reconciliation job
+// reads it (the order service belongs to another team; its own tests
+// cover it). PaymentSucceeded events mark orders paid, like the real one.
+type fakeOrders struct {
+	orderv1.UnimplementedOrderServer
+	mu     sync.Mutex
+	status map[string]orderv1.OrderStatus
+}
+
+func (f *fakeOrders) set(id string, s orderv1.OrderStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status[id] = s
+}
+
+func (f *fakeOrders) get(id string) orderv1.OrderStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status[id]
+}
+
+func (f *fakeOrders) GetOrder(_ context.Context, in *orderv1.GetOrderRequest) (*orderv1.GetOrderReply, error) {
+	s := f.get(in.GetId())
+	if s == orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED {
+		return nil, errors.NotFound("ORDER_NOT_FOUND", "no order "+in.GetId())
+	}
+	return &orderv1.GetOrderReply{Order: &orderv1.OrderInfo{Id: in.GetId(), Status: s}}, nil
+}
+
+// eventLog records the payment events a test consumer group receives.
+type eventLog struct {
+	mu    sync.Mutex
+	count map[string]int // tag/order id
+	ids   map[string][]string
+	trace map[string]string // tag/order id -> traceparent of the last copy
+}
+
+func (e *eventLog) n(tag, order string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.count[tag+"/"+order]
+}
+
 type stack struct {
-	httpURL  string
-	grpcAddr string
-	ns       string
-	accounts biz.AccountRepo
-	producer *mqclient.Producer
+	dsn       string
+	redisAddr string
+	httpURL   string
+	grpcAddr  string
+	ns        string
+	d         *data.Data
+	uc        *biz.PaymentUsecase
+	svc       *service.PaymentService
+	reg       *prometheus.Registry
+	faults    *fault.Set
+	exits     chan int
+	// panicOnCrash: crash by panicking (consumer goroutines) instead of
+	// runtime.Goexit.
+	panicOnCrash atomic.Bool
+	orders       *fakeOrders
+	events       *eventLog
+	rc           *Reconciler
+	accts        biz.AccountRepo
+	gw           *data.Gateway
+	prod         *mqclient.Producer
+}
+
+// crash is the injected exit of crash faults: it records the code and
+// ends the calling goroutine without returning (runtime.Goexit runs the
+// deferred rollbacks, as the death of the process would, and nothing
+// after the crash point runs: no END_TRANSACTION, no ack).
+func (s *stack) crash(code int) {
+	s.exits <- code
+	if s.panicOnCrash.Load() {
+		panic("crash fault")
+	}
+	runtime.Goexit()
 }
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	ctx := context.Background()
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
+	brokertest.Start(t, ns, func(o *broker.Options) {
+		o.TransactionTimeOut = 1000
+		o.TransactionCheckInterval = 1000
+	})
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &stack{ns: ns, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
+		orders: &fakeOrders{status: map[string]orderv1.OrderStatus{}}, events: &eventLog{count: map[string]int{}, ids: map[string][]string{}, trace: map[string]string{}}}
+	// As main does: W3C trace context through HTTP and messages.
+	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	s.faults = fault.New(nil, s.crash, l)
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupPaymentProducer}
-	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
+	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true, MaxOpenConns: 10},
 		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	pub, pclean, err := data.NewTxPublisher(mc, l)
+	s.d, s.dsn, s.redisAddr = d, db.DSN, rd.Addr()
+	mm, err := metrics.New(s.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, pclean, err := data.NewPublisher(mc, d, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pclean)
-	gw := data.NewGateway(d, &conf.Fault{}, l)
-	accounts := data.NewAccountRepo(d)
-	uc := biz.NewPaymentUsecase(accounts, data.NewPaymentRepo(d), data.NewIdempotencyRepo(d),
-		data.NewIdempotencyCache(d, &conf.Data{}), gw, d, pub, biz.Options{}, l)
-	svc := service.NewPaymentService(uc, l)
-	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	hs := NewHTTPServer(sc, svc, gw, d, log.DefaultLogger)
-	gs := NewGRPCServer(sc, svc, log.DefaultLogger)
-	cs, err := NewConsumerServer(mc, svc, l)
+	keys, err := data.NewIdempotencyStore(d, s.reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.gw = data.NewGateway(d, s.faults, l)
+	s.accts = data.NewAccountRepo(d)
+	s.uc = biz.NewPaymentUsecase(s.accts, data.NewPaymentRepo(d), keys, s.gw, d, pub, s.faults, biz.Options{}, l)
+	s.svc = service.NewPaymentService(s.uc, l)
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gsrv := grpc.NewServer()
+	orderv1.RegisterOrderServer(gsrv, s.orders)
+	go gsrv.Serve(lis)
+	t.Cleanup(gsrv.Stop)
+	orders, oclean, err := data.NewOrderReader(&conf.Order{GrpcAddr: lis.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(oclean)
+	s.rc, err = NewReconciler(&conf.Reconcile{Repair: true}, mc, d, s.uc, data.NewLedger(d), s.gw, orders, s.reg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, s.gw, s.rc, s.faults, s.reg, NewReadiness(d, mc), log.DefaultLogger)
+	gs := NewGRPCServer(sc, s.svc, log.DefaultLogger)
+	cs, err := NewConsumerServer(mc, d, s.svc, s.faults, s.reg, mm, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	he, err := hs.Endpoint() // binds the listener before Start
+	if err != nil {
+		t.Fatal(err)
+	}
+	ge, err := gs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.grpcAddr = ge.Host
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the Stop cleanups below (LIFO)
-	for _, s := range []interface {
+	for _, srv := range []interface {
 		Start(context.Context) error
 		Stop(context.Context) error
 	}{hs, gs} {
-		wg.Go(func() { _ = s.Start(ctx) })
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		wg.Go(func() { _ = srv.Start(ctx) })
+		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 	}
-	startCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := cs.Start(startCtx); err != nil {
 		t.Fatal(err)
@@ -84,23 +213,40 @@ func startStack(t *testing.T) *stack {
 		defer cancel()
 		_ = cs.Stop(sctx)
 	})
-	he, err := hs.Endpoint()
+	s.httpURL = "http://" + he.Host
+
+	c, err := mqclient.NewPushConsumer("test-payment-events", mqclient.WithNameServers(ns), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ge, err := gs.Endpoint()
+	if err := c.Subscribe(eventv1.TopicPaymentEvents, "*", func(_ context.Context, m *mqclient.MessageExt) error {
+		order := m.ShardingKey
+		if m.Tag == eventv1.TagPaymentSucceeded && s.orders.get(order) != orderv1.OrderStatus_ORDER_STATUS_CANCELLED {
+			s.orders.set(order, orderv1.OrderStatus_ORDER_STATUS_PAID)
+		}
+		s.events.mu.Lock()
+		s.events.count[m.Tag+"/"+order]++
+		s.events.ids[m.Tag+"/"+order] = append(s.events.ids[m.Tag+"/"+order], m.MsgID)
+		s.events.trace[m.Tag+"/"+order] = m.Properties["traceparent"]
+		s.events.mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+
+	s.prod, err = mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("test-order-producer"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("test-order-producer"))
-	if err != nil {
+	if err := s.prod.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Shutdown(context.Background()) })
-	return &stack{httpURL: "http://" + he.Host, grpcAddr: ge.Host, ns: ns, accounts: accounts, producer: op}
+	t.Cleanup(func() { _ = s.prod.Shutdown(context.Background()) })
+	return s
 }
 
 type apiResult struct {
@@ -109,13 +255,17 @@ type apiResult struct {
 	raw    string
 }
 
-func (s *stack) pay(t *testing.T, key, order, user string, amount int64) apiResult {
+func (s *stack) do(t *testing.T, method, path string, body any, hdr map[string]string) apiResult {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"order_id": order, "user_id": user, "amount": amount})
-	req, _ := nethttp.NewRequest("POST", s.httpURL+"/v1/payments", bytes.NewReader(b))
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := nethttp.NewRequest(method, s.httpURL+path, rd)
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	resp, err := nethttp.DefaultClient.Do(req)
 	if err != nil {
@@ -128,9 +278,42 @@ func (s *stack) pay(t *testing.T, key, order, user string, amount int64) apiResu
 	return apiResult{status: resp.StatusCode, body: m, raw: string(raw)}
 }
 
+func (s *stack) pay(t *testing.T, key, order, user string, amount int64) apiResult {
+	t.Helper()
+	h := map[string]string{}
+	if key != "" {
+		h["Idempotency-Key"] = key
+	}
+	return s.do(t, "POST", "/v1/payments", map[string]any{"order_id": order, "user_id": user, "amount": amount}, h)
+}
+
+func (s *stack) cancelOrder(t *testing.T, order string) {
+	t.Helper()
+	body, _ := eventv1.Marshal(&eventv1.OrderCancelled{OrderId: order, Seq: 3, Reason: "timeout"})
+	if _, err := s.prod.Send(context.Background(), &mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.TagOrderCancelled,
+		Body: body, ShardingKey: order, Keys: []string{order}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *stack) cancelled(order string) bool {
+	var n int64
+	s.d.Gorm().Raw("SELECT COUNT(*) FROM cancelled_orders WHERE order_id = ?", order).Scan(&n)
+	return n == 1
+}
+
+func (s *stack) payment(t *testing.T, id string) *biz.Payment {
+	t.Helper()
+	p, err := s.uc.GetPayment(context.Background(), id)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(45 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -139,34 +322,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// The payment API end to end: idempotency rules over HTTP, the debit
-// and PaymentSucceeded exactly once through a transactional message, the
-// refund of a cancelled order exactly once (OrderCancelled delivered
-// twice), and the gateway statement.
-func TestServerPaymentFlow(t *testing.T) {
-	s := startStack(t)
-	ctx := context.Background()
-
-	var mu sync.Mutex
-	events := map[string]int{}
-	c, err := mqclient.NewPushConsumer("test-payment-events", mqclient.WithNameServers(s.ns), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+func balance(t *testing.T, s *stack, user string) int64 {
+	t.Helper()
+	b, err := s.accts.Balance(context.Background(), user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Subscribe(eventv1.TopicPaymentEvents, "*", func(_ context.Context, m *mqclient.MessageExt) error {
-		mu.Lock()
-		events[m.Tag+"/"+m.ShardingKey]++
-		mu.Unlock()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return b
+}
 
-	before, _ := s.accounts.Balance(ctx, "u-alice")
+// The payment API end to end: idempotency rules over HTTP, the debit
+// and PaymentSucceeded exactly once through txmsg, the refund of a
+// cancelled order exactly once (OrderCancelled delivered twice), a late
+// payment refused, and GetPayment over gRPC.
+func TestServerPaymentFlow(t *testing.T) {
+	s := startStack(t)
+	before := balance(t, s, "u-alice")
 	first := s.pay(t, "k1", "o1", "u-alice", 2500)
 	if first.status != 200 {
 		t.Fatalf("first payment: %d %s", first.status, first.raw)
@@ -202,59 +373,61 @@ func TestServerPaymentFlow(t *testing.T) {
 			}
 		})
 	}
-	if after, _ := s.accounts.Balance(ctx, "u-alice"); before-after != 2500 {
+	if after := balance(t, s, "u-alice"); before-after != 2500 {
 		t.Fatalf("u-alice debited %d, want 2500 once", before-after)
 	}
-	waitFor(t, "PaymentSucceeded", func() bool { mu.Lock(); defer mu.Unlock(); return events["PaymentSucceeded/o1"] >= 1 })
+	waitFor(t, "PaymentSucceeded", func() bool { return s.events.n(eventv1.TagPaymentSucceeded, "o1") >= 1 })
 
-	// The order was cancelled meanwhile: the payment is refunded once,
-	// even with OrderCancelled delivered twice.
-	body, _ := eventv1.Marshal(&eventv1.OrderCancelled{OrderId: "o1", Seq: 3, Reason: "timeout"})
-	for range 2 {
-		if _, err := s.producer.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.TagOrderCancelled, Body: body, ShardingKey: "o1"}); err != nil {
-			t.Fatal(err)
-		}
+	// The HTTP request's trace continues in the message.
+	s.events.mu.Lock()
+	tp := s.events.trace[eventv1.TagPaymentSucceeded+"/o1"]
+	s.events.mu.Unlock()
+	if len(tp) != 55 || strings.HasPrefix(tp, "00-00000000000000000000000000000000") {
+		t.Fatalf("PaymentSucceeded traceparent %q", tp)
 	}
-	conn, err := kgrpc.DialInsecure(ctx, kgrpc.WithEndpoint(s.grpcAddr))
+
+	// gRPC reads the same payment.
+	conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(s.grpcAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	client := v1.NewPaymentClient(conn)
+	if r, err := v1.NewPaymentClient(conn).GetPayment(context.Background(), &v1.GetPaymentRequest{Id: biz.PaymentID("k1")}); err != nil ||
+		r.GetPayment().GetOrderId() != "o1" || r.GetPayment().GetStatus() != v1.PaymentStatus_PAYMENT_STATUS_SUCCEEDED {
+		t.Fatalf("GetPayment = %v, %v", r, err)
+	}
+
+	// Cancelled meanwhile: refunded once although OrderCancelled comes twice.
+	s.cancelOrder(t, "o1")
+	s.cancelOrder(t, "o1")
 	id := biz.PaymentID("k1")
-	waitFor(t, "refund", func() bool {
-		r, err := client.GetPayment(ctx, &v1.GetPaymentRequest{Id: id})
-		return err == nil && r.GetPayment().GetStatus() == v1.PaymentStatus_PAYMENT_STATUS_REFUNDED
-	})
-	waitFor(t, "PaymentRefunded", func() bool { mu.Lock(); defer mu.Unlock(); return events["PaymentRefunded/o1"] >= 1 })
-	if after, _ := s.accounts.Balance(ctx, "u-alice"); after != before {
+	waitFor(t, "refund", func() bool { p := s.payment(t, id); return p != nil && p.Status == biz.StatusRefunded })
+	waitFor(t, "PaymentRefunded", func() bool { return s.events.n(eventv1.TagPaymentRefunded, "o1") >= 1 })
+	if after := balance(t, s, "u-alice"); after != before {
 		t.Fatalf("u-alice balance %d after refund, want %d", after, before)
 	}
-	// Another payment still goes through after the refund.
-	if r := s.pay(t, "k5", "o1-again", "u-bob", 10); r.status != 200 {
-		t.Fatalf("unrelated payment: %d %s", r.status, r.raw)
+	// Already cancelled: a late payment is refused and debits nothing.
+	s.cancelOrder(t, "o9")
+	waitFor(t, "cancellation mark", func() bool { return s.cancelled("o9") })
+	if r := s.pay(t, "k9", "o9", "u-bob", 10); r.status != 409 || r.body["reason"] != biz.ReasonOrderCancelled {
+		t.Fatalf("payment of a cancelled order: %d %s", r.status, r.raw)
 	}
-	resp, err := nethttp.Get(s.httpURL + "/v1/gateway/statement")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The statement has the capture and the refund of o1, nothing for o9.
 	var st struct {
-		Lines []struct {
-			Ref string `json:"ref"`
-		} `json:"lines"`
+		Lines []biz.StatementLine `json:"lines"`
 	}
-	json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	refs := map[string]bool{}
-	for _, l := range st.Lines {
-		refs[l.Ref] = true
-	}
-	if !refs[id+":capture"] || !refs[id+":refund"] || len(st.Lines) != 3 {
+	if r := s.do(t, "GET", "/v1/gateway/statement", nil, nil); json.Unmarshal([]byte(r.raw), &st) != nil || len(st.Lines) != 2 ||
+		st.Lines[0].Ref != biz.CaptureRef(id) || st.Lines[1].Ref != biz.RefundRef(id) {
 		t.Fatalf("statement = %+v", st.Lines)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if events["PaymentSucceeded/o1"] != 1 || events["PaymentRefunded/o1"] != 1 {
-		t.Fatalf("events = %v, want one PaymentSucceeded and one PaymentRefunded for o1", events)
+	if s.events.n(eventv1.TagPaymentSucceeded, "o1") != 1 || s.events.n(eventv1.TagPaymentRefunded, "o1") != 1 || s.events.n(eventv1.TagPaymentSucceeded, "o9") != 0 {
+		t.Fatalf("events = %v", s.events.count)
+	}
+	// Metrics of the patterns are exported.
+	m := s.do(t, "GET", "/metrics", nil, nil)
+	for _, name := range []string{"tide_txmsg_sends_total", "idempotent_effects_applied_total", "idempotent_dedup_hits_total", "mqclient_consumed_total"} {
+		if !strings.Contains(m.raw, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
 	}
 }

@@ -72,21 +72,40 @@ func (s *PaymentService) GetPayment(ctx context.Context, req *v1.GetPaymentReque
 	return &v1.GetPaymentReply{Payment: info(p)}, nil
 }
 
-// HandleOrderEvent handles order-events for the payment service:
-// OrderCancelled refunds the order's payment once. Other tags are
-// acknowledged. It is a mqclient.Handler (nil acknowledges).
-func (s *PaymentService) HandleOrderEvent(ctx context.Context, m *mqclient.MessageExt) error {
+// OrderCancelled decodes an order-events message; ok is false for other
+// tags (acknowledged without effect).
+func OrderCancelled(m *mqclient.MessageExt) (ev *eventv1.OrderCancelled, ok bool, err error) {
 	if m.Tag != eventv1.TagOrderCancelled {
-		return nil
+		return nil, false, nil
 	}
-	var ev eventv1.OrderCancelled
-	if err := eventv1.Unmarshal(m.Body, &ev); err != nil {
-		return fmt.Errorf("payment: message %s: %w", m.MsgID, err)
+	ev = &eventv1.OrderCancelled{}
+	if err := eventv1.Unmarshal(m.Body, ev); err != nil {
+		return nil, true, fmt.Errorf("payment: message %s: %w", m.MsgID, err)
 	}
-	refunded, err := s.uc.OrderCancelled(ctx, ev.GetOrderId(), ev.GetReason())
+	if ev.GetOrderId() == "" {
+		return nil, true, fmt.Errorf("payment: message %s: OrderCancelled without order id", m.MsgID)
+	}
+	return ev, true, nil
+}
+
+// MarkCancelled is the idempotent consumer's effect for OrderCancelled:
+// it records the cancellation in the transaction carried by ctx (with the
+// dedup record), so later payments for the order are refused.
+func (s *PaymentService) MarkCancelled(ctx context.Context, ev *eventv1.OrderCancelled) error {
+	return s.uc.MarkOrderCancelled(ctx, ev.GetOrderId(), ev.GetReason())
+}
+
+// RefundCancelled refunds the cancelled order's payment, if any, once.
+// It runs after MarkCancelled committed, on every delivery (a crash
+// between the two is repaired by the redelivery; the refund itself is
+// idempotent).
+func (s *PaymentService) RefundCancelled(ctx context.Context, ev *eventv1.OrderCancelled) error {
+	refunded, err := s.uc.RefundOrder(ctx, ev.GetOrderId(), "order_cancelled")
 	if err != nil {
-		return fmt.Errorf("payment: OrderCancelled %s: %w", ev.GetOrderId(), err)
+		return fmt.Errorf("payment: refund cancelled order %s: %w", ev.GetOrderId(), err)
 	}
-	s.log.InfoContext(ctx, "payment: order cancelled", "order_id", ev.GetOrderId(), "refunded", refunded, "msg_id", m.MsgID)
+	if refunded {
+		s.log.InfoContext(ctx, "late payment refunded", "order_id", ev.GetOrderId())
+	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kratos/kratos/v2/log"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/payment/internal/conf"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// The wired application starts against real dependencies, becomes ready,
+// serves /metrics and the fault admin API, and stops.
+func TestAppStartsAndStops(t *testing.T) {
+	ns := nameservertest.Start(t)
+	brokertest.Start(t, ns)
+	db, rd := testenv.MariaDB(t), testenv.Redis(t)
+	httpAddr := freeAddr(t)
+	l := slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, cleanup, err := wireApp(
+		&conf.Server{Http: &conf.Server_HTTP{Addr: httpAddr}, Grpc: &conf.Server_GRPC{Addr: freeAddr(t)}},
+		&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true}, Redis: &conf.Data_Redis{Addr: rd.Addr()}},
+		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
+		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: freeAddr(t)},
+		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, log.NewStdLogger(io.Discard), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	done := make(chan error, 1)
+	go func() { done <- app.Run() }()
+	get := func(path string) (int, string) {
+		resp, err := nethttp.Get("http://" + httpAddr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := get("/readyz"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if code, body := get("/v1/faults"); code != 200 || !strings.Contains(body, "crash_after_commit") {
+		t.Fatalf("/v1/faults: %d %s", code, body)
+	}
+	if err := app.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("app did not stop")
+	}
+}

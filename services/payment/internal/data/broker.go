@@ -1,0 +1,190 @@
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// Classes of the "broker" job.
+const (
+	// ClassStuckHalf: a half message older than the half timeout (its
+	// transaction was never decided: checks failing or exhausted).
+	ClassStuckHalf reconcile.Class = "stuck_half"
+	// ClassDeadLetter: a message in a %DLQ%<group> topic.
+	ClassDeadLetter reconcile.Class = "dead_letter"
+)
+
+// JobBroker is the broker job's name.
+const JobBroker = "broker"
+
+// halfInfo is one entry of the TideListHalfMessages (10001) body.
+type halfInfo struct {
+	QueueOffset     int64     `json:"queueOffset"`
+	CommitLogOffset int64     `json:"commitLogOffset"`
+	ProducerGroup   string    `json:"producerGroup"`
+	Topic           string    `json:"topic"`
+	MsgID           string    `json:"msgId"`
+	StoreTime       time.Time `json:"storeTime"`
+	Checks          int       `json:"checks"`
+	NextCheck       time.Time `json:"nextCheck"`
+	Parked          bool      `json:"parked"`
+}
+
+// BrokerJob reports broker state nobody else looks at
+// (reconcile.Job): half messages older than HalfTimeout on every master
+// (Tide request 10001) and the messages in dead-letter topics. It only
+// reports (no Action): deciding a half message or replaying a dead
+// letter is an operator's call (mqadmin half commit|rollback, resend).
+// One page: brokers hold few of either when healthy.
+type BrokerJob struct {
+	NameServers []string
+	HalfTimeout time.Duration
+	// MaxDLQ caps the dead letters reported per queue (default 100).
+	MaxDLQ int
+}
+
+// Name implements reconcile.Job.
+func (j *BrokerJob) Name() string { return JobBroker }
+
+// Repair implements reconcile.Job; nothing is repairable automatically.
+func (j *BrokerJob) Repair(context.Context, reconcile.Discrepancy, string) error {
+	return fmt.Errorf("data: broker discrepancies are repaired by an operator")
+}
+
+// Check implements reconcile.Job.
+func (j *BrokerJob) Check(ctx context.Context, s reconcile.Scan) (reconcile.Page, error) {
+	a, err := mqclient.NewAdmin(mqclient.WithNameServers(j.NameServers...))
+	if err != nil {
+		return reconcile.Page{}, err
+	}
+	if err := a.Start(ctx); err != nil {
+		return reconcile.Page{}, err
+	}
+	defer a.Shutdown(context.WithoutCancel(ctx))
+	var page reconcile.Page
+	if err := j.halves(ctx, a, s.AsOf, &page); err != nil {
+		return reconcile.Page{}, err
+	}
+	if err := j.deadLetters(ctx, a, &page); err != nil {
+		return reconcile.Page{}, err
+	}
+	return page, nil
+}
+
+func (j *BrokerJob) halves(ctx context.Context, a *mqclient.Admin, asOf time.Time, page *reconcile.Page) error {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return fmt.Errorf("data: cluster info: %w", err)
+	}
+	names := make([]string, 0, len(ci.BrokerAddrTable))
+	for n := range ci.BrokerAddrTable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	timeout := j.HalfTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	for _, n := range names {
+		addr := ci.BrokerAddrTable[n].BrokerAddrs[0]
+		if addr == "" {
+			continue
+		}
+		resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("data: half messages of %s: %w", addr, err)
+		}
+		var hs []halfInfo
+		if err := json.Unmarshal(resp.Body, &hs); err != nil {
+			return fmt.Errorf("data: half messages of %s: %w", addr, err)
+		}
+		for _, h := range hs {
+			page.Checked++
+			age := asOf.Sub(h.StoreTime)
+			if age <= timeout {
+				continue
+			}
+			page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{
+				Key: "half:" + n + ":" + h.MsgID, Class: ClassStuckHalf,
+				Evidence: map[string]any{"broker": n, "addr": addr, "half": h, "age": age.Round(time.Second).String(),
+					"timeout": timeout.String(), "hint": "mqadmin half list / commit / rollback"},
+			})
+		}
+	}
+	return nil
+}
+
+func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *reconcile.Page) error {
+	topics, err := a.Topics(ctx)
+	if err != nil {
+		return fmt.Errorf("data: topics: %w", err)
+	}
+	var dlqs []string
+	for _, t := range topics {
+		if strings.HasPrefix(t, "%DLQ%") {
+			dlqs = append(dlqs, t)
+		}
+	}
+	if len(dlqs) == 0 {
+		return nil
+	}
+	sort.Strings(dlqs)
+	pc, err := mqclient.NewPullConsumer("payment-reconcile-dlq", mqclient.WithNameServers(j.NameServers...))
+	if err != nil {
+		return err
+	}
+	if err := pc.Start(ctx); err != nil {
+		return err
+	}
+	defer pc.Shutdown(context.WithoutCancel(ctx))
+	max := j.MaxDLQ
+	if max <= 0 {
+		max = 100
+	}
+	for _, t := range dlqs {
+		qs, err := pc.Queues(ctx, t)
+		if err != nil {
+			return fmt.Errorf("data: queues of %s: %w", t, err)
+		}
+		for _, q := range qs {
+			off, n := int64(0), 0
+			for n < max {
+				res, err := pc.Pull(ctx, q, "*", off, 32, 0)
+				if err != nil {
+					return fmt.Errorf("data: pull %s: %w", t, err)
+				}
+				if res.Status == mqclient.PullOffsetIllegal && res.NextOffset != off {
+					off = res.NextOffset
+					continue
+				}
+				if res.Status != mqclient.PullFound {
+					break
+				}
+				for _, m := range res.Messages {
+					page.Checked++
+					n++
+					page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{
+						Key: "dlq:" + strings.TrimPrefix(t, "%DLQ%") + ":" + m.MsgID, Class: ClassDeadLetter,
+						Evidence: map[string]any{"topic": t, "group": strings.TrimPrefix(t, "%DLQ%"), "msg_id": m.MsgID,
+							"keys": m.Keys, "tag": m.Tag, "origin_topic": m.Properties["RETRY_TOPIC"],
+							"reconsume_times": m.ReconsumeTimes, "body_bytes": len(m.Body), "born": m.BornTimestamp,
+							"hint": "mqadmin resend after fixing the consumer"},
+					})
+				}
+				off = res.NextOffset
+			}
+		}
+	}
+	return nil
+}
