@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/go-kratos/kratos/v2/config"
 	"github.com/go-kratos/kratos/v2/config/env"
@@ -31,5 +32,24 @@ func TestConfigLoads(t *testing.T) {
 	}
 	if bc.GetMessaging().GetDuplicateDelivery() {
 		t.Error("duplicate_delivery is on by default")
+	}
+	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
+		t.Errorf("a fault is on by default: %v", f)
+	}
+	if r := bc.GetReconcile(); r.GetOrderGrpcAddr() != "127.0.0.1:9000" || r.GetInterval().AsDuration() != 0 ||
+		r.GetMinAge().AsDuration() != 30*time.Second {
+		t.Errorf("reconcile = %v", r)
+	}
+	t.Setenv("FAULT_ADMIN", "true")
+	t.Setenv("INVENTORY_FAULT_DELIVER_TWICE", "true")
+	if err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	bc.Reset()
+	if err := c.Scan(&bc); err != nil {
+		t.Fatal(err)
+	}
+	if !bc.GetFault().GetAdmin() || !bc.GetFault().GetDeliverTwice() {
+		t.Errorf("fault switches from the environment: %v", bc.GetFault())
 	}
 }

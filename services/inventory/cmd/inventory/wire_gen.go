@@ -20,7 +20,7 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, reconcile *conf.Reconcile, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err
@@ -33,20 +33,29 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		cleanup()
 		return nil, nil, err
 	}
-	outbox := data.NewOutbox(dataData, producer, messaging, slogLogger)
-	dedupCache := data.NewDedupCache(dataData, confData)
-	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, dedupCache, slogLogger)
+	set := data.NewFaults(fault, messaging, slogLogger)
+	outbox := data.NewOutbox(dataData, producer, set, messaging, slogLogger)
+	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, slogLogger)
 	inventoryService := service.NewInventoryService(stockUsecase, slogLogger)
 	grpcServer := server.NewGRPCServer(confServer, inventoryService, logger)
-	httpServer := server.NewHTTPServer(confServer, inventoryService, dataData, logger)
-	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, outbox, slogLogger)
+	registry := data.NewRegistry()
+	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, dataData, outbox, set, registry, slogLogger)
 	if err != nil {
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer)
+	pinger := server.NewReadiness(dataData, consumerServer)
+	reconciler, cleanup3, err := server.NewReconciler(reconcile, dataData, stockUsecase, registry, slogLogger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	httpServer := server.NewHTTPServer(confServer, inventoryService, pinger, set, registry, reconciler, logger)
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler)
 	return app, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil

@@ -23,12 +23,3 @@ var ProviderSet = wire.NewSet(NewStockUsecase)
 type Transaction interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
-
-// DedupCache is the Redis fast path in front of the reservation state
-// machine (the durable dedup record). Seen may answer false when unsure
-// (Redis down, key evicted); the database then decides. Mark is called
-// only after the effect committed.
-type DedupCache interface {
-	Seen(ctx context.Context, key string) (bool, error)
-	Mark(ctx context.Context, key string) error
-}

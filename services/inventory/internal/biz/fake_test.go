@@ -138,32 +138,3 @@ func (s *memStore) Publish(_ context.Context, ev *Event) error {
 	s.pending = append(s.pending, *ev)
 	return nil
 }
-
-// memCache is a DedupCache that can be switched off (an outage).
-type memCache struct {
-	mu   sync.Mutex
-	keys map[string]bool
-	down bool
-}
-
-func (c *memCache) Seen(_ context.Context, key string) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down {
-		return false, errors.New("redis down")
-	}
-	return c.keys[key], nil
-}
-
-func (c *memCache) Mark(_ context.Context, key string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down {
-		return errors.New("redis down")
-	}
-	if c.keys == nil {
-		c.keys = map[string]bool{}
-	}
-	c.keys[key] = true
-	return nil
-}

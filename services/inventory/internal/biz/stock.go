@@ -154,9 +154,11 @@ const (
 )
 
 // StockUsecase reserves, releases and sells stock for orders. Each command
-// takes effect at most once per order (the reservation row is the durable
-// dedup record, written in the same transaction as the stock move and the
-// event), so consumers may deliver every order event any number of times.
+// takes effect at most once per order (the reservation's state machine,
+// changed in the same transaction as the stock move and the event), so
+// consumers may deliver every order event any number of times; the
+// consumer adds pkg/mqclient/idempotent's dedup record and Redis fast
+// path and pkg/mqclient/ordered's version guard in front (server).
 // Safe for concurrent use; commands for one order serialise on its
 // reservation row lock.
 type StockUsecase struct {
@@ -164,17 +166,16 @@ type StockUsecase struct {
 	reservations ReservationRepo
 	tx           Transaction
 	pub          EventPublisher
-	cache        DedupCache
 	log          *slog.Logger
 	now          func() time.Time
 }
 
-// NewStockUsecase returns a StockUsecase. cache may be nil (no fast path).
-func NewStockUsecase(products ProductRepo, reservations ReservationRepo, tx Transaction, pub EventPublisher, cache DedupCache, logger *slog.Logger) *StockUsecase {
+// NewStockUsecase returns a StockUsecase.
+func NewStockUsecase(products ProductRepo, reservations ReservationRepo, tx Transaction, pub EventPublisher, logger *slog.Logger) *StockUsecase {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &StockUsecase{products: products, reservations: reservations, tx: tx, pub: pub, cache: cache, log: logger, now: time.Now}
+	return &StockUsecase{products: products, reservations: reservations, tx: tx, pub: pub, log: logger, now: time.Now}
 }
 
 // GetProduct returns one product or ErrProductNotFound.
@@ -231,31 +232,6 @@ func ids(items []Item) []string {
 	return out
 }
 
-// cacheKey is the fast-path key of a command for an order.
-func cacheKey(cmd, orderID string) string { return "inventory:done:" + cmd + ":" + orderID }
-
-func (uc *StockUsecase) seen(ctx context.Context, key string) bool {
-	if uc.cache == nil {
-		return false
-	}
-	ok, err := uc.cache.Seen(ctx, key)
-	if err != nil {
-		// Fail open to the database: the reservation row decides.
-		uc.log.WarnContext(ctx, "dedup cache unavailable", "key", key, "err", err)
-		return false
-	}
-	return ok
-}
-
-func (uc *StockUsecase) mark(ctx context.Context, key string) {
-	if uc.cache == nil {
-		return
-	}
-	if err := uc.cache.Mark(ctx, key); err != nil {
-		uc.log.WarnContext(ctx, "dedup cache mark failed", "key", key, "err", err)
-	}
-}
-
 // Reserve reserves every line of an order, or none: when a product is
 // unknown or short it records a REJECTED reservation and publishes
 // StockRejected instead. It is a no-op for an order that already has a
@@ -263,10 +239,6 @@ func (uc *StockUsecase) mark(ctx context.Context, key string) {
 func (uc *StockUsecase) Reserve(ctx context.Context, orderID string, items []Item) (Outcome, error) {
 	if orderID == "" {
 		return Conflict, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
-	}
-	key := cacheKey("reserve", orderID)
-	if uc.seen(ctx, key) {
-		return Duplicate, nil
 	}
 	merged, mergeErr := mergeItems(items)
 	var out Outcome
@@ -322,7 +294,6 @@ func (uc *StockUsecase) Reserve(ctx context.Context, orderID string, items []Ite
 	if err != nil {
 		return out, err
 	}
-	uc.mark(ctx, key)
 	return out, nil
 }
 
@@ -332,10 +303,6 @@ func (uc *StockUsecase) Reserve(ctx context.Context, orderID string, items []Ite
 func (uc *StockUsecase) Release(ctx context.Context, orderID string) (Outcome, error) {
 	if orderID == "" {
 		return Conflict, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
-	}
-	key := cacheKey("release", orderID)
-	if uc.seen(ctx, key) {
-		return Duplicate, nil
 	}
 	var out Outcome
 	err := uc.tx.InTx(ctx, func(ctx context.Context) error {
@@ -377,7 +344,6 @@ func (uc *StockUsecase) Release(ctx context.Context, orderID string) (Outcome, e
 	if out == Conflict {
 		uc.log.WarnContext(ctx, "release of a sold reservation ignored", "order_id", orderID)
 	}
-	uc.mark(ctx, key)
 	return out, nil
 }
 
@@ -387,10 +353,6 @@ func (uc *StockUsecase) Release(ctx context.Context, orderID string) (Outcome, e
 func (uc *StockUsecase) Sell(ctx context.Context, orderID string) (Outcome, error) {
 	if orderID == "" {
 		return Conflict, ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
-	}
-	key := cacheKey("sell", orderID)
-	if uc.seen(ctx, key) {
-		return Duplicate, nil
 	}
 	var out Outcome
 	err := uc.tx.InTx(ctx, func(ctx context.Context) error {
@@ -424,7 +386,6 @@ func (uc *StockUsecase) Sell(ctx context.Context, orderID string) (Outcome, erro
 	if out == Conflict {
 		uc.log.WarnContext(ctx, "sale of an unreserved order ignored (payment refunds it)", "order_id", orderID)
 	}
-	uc.mark(ctx, key)
 	return out, nil
 }
 

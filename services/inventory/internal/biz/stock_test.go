@@ -168,18 +168,10 @@ func TestStockUsecaseStateMachine(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		for _, cached := range []bool{false, true} {
-			name := tt.name
-			if cached {
-				name += "/with cache"
-			}
-			t.Run(name, func(t *testing.T) {
+		{
+			t.Run(tt.name, func(t *testing.T) {
 				s := newMemStore(seedProducts()...)
-				var cache DedupCache
-				if cached {
-					cache = &memCache{}
-				}
-				uc := NewStockUsecase(s, reservationFake{s}, s, s, cache, nil)
+				uc := NewStockUsecase(s, reservationFake{s}, s, s, nil)
 				for _, st := range tt.steps {
 					run(t, uc, st)
 				}
@@ -227,8 +219,7 @@ func assertConserved(t *testing.T, s *memStore) {
 // announced, and a redelivery applies the command.
 func TestStockUsecasePublishFailureRollsBack(t *testing.T) {
 	s := newMemStore(seedProducts()...)
-	cache := &memCache{}
-	uc := NewStockUsecase(s, reservationFake{s}, s, s, cache, nil)
+	uc := NewStockUsecase(s, reservationFake{s}, s, s, nil)
 	s.failPublish = errors.New("outbox down")
 	items := []Item{{ProductID: "p1", Quantity: 4}}
 	if _, err := uc.Reserve(context.Background(), "o1", items); err == nil {
@@ -237,8 +228,8 @@ func TestStockUsecasePublishFailureRollsBack(t *testing.T) {
 	if p := s.products["p1"]; p.Available != 10 || p.Reserved != 0 {
 		t.Fatalf("after rollback p1 = %+v", p)
 	}
-	if len(s.reservations) != 0 || len(cache.keys) != 0 {
-		t.Fatalf("rollback left reservations %v cache %v", s.reservations, cache.keys)
+	if len(s.reservations) != 0 {
+		t.Fatalf("rollback left reservations %v", s.reservations)
 	}
 	s.failPublish = nil
 	if out, err := uc.Reserve(context.Background(), "o1", items); err != nil || out != Applied {
@@ -247,33 +238,11 @@ func TestStockUsecasePublishFailureRollsBack(t *testing.T) {
 	assertConserved(t, s)
 }
 
-// With Redis down every command still takes effect once: the reservation
-// row is the source of truth.
-func TestStockUsecaseCacheOutage(t *testing.T) {
-	s := newMemStore(seedProducts()...)
-	cache := &memCache{down: true}
-	uc := NewStockUsecase(s, reservationFake{s}, s, s, cache, nil)
-	ctx := context.Background()
-	items := []Item{{ProductID: "p1", Quantity: 1}}
-	for i := range 3 {
-		want := Duplicate
-		if i == 0 {
-			want = Applied
-		}
-		if out, err := uc.Reserve(ctx, "o1", items); err != nil || out != want {
-			t.Fatalf("delivery %d: %v %v", i, out, err)
-		}
-	}
-	if p := s.products["p1"]; p.Reserved != 1 || len(s.events) != 1 {
-		t.Fatalf("p1 = %+v, events %d", p, len(s.events))
-	}
-}
-
 // Many orders competing for little stock: stock is conserved, never
 // oversold, and each order is either reserved or rejected.
 func TestStockUsecaseNoOversell(t *testing.T) {
 	s := newMemStore(seedProducts()...)
-	uc := NewStockUsecase(s, reservationFake{s}, s, s, nil, nil)
+	uc := NewStockUsecase(s, reservationFake{s}, s, s, nil)
 	ctx := context.Background()
 	reserved := 0
 	for i := range 20 {
@@ -302,7 +271,7 @@ func TestStockUsecaseNoOversell(t *testing.T) {
 
 func TestStockUsecaseListClamp(t *testing.T) {
 	s := newMemStore(seedProducts()...)
-	uc := NewStockUsecase(s, reservationFake{s}, s, s, nil, nil)
+	uc := NewStockUsecase(s, reservationFake{s}, s, s, nil)
 	ps, err := uc.ListProducts(context.Background(), "p1", 0)
 	if err != nil || len(ps) != 1 || ps[0].ID != "p2" {
 		t.Fatalf("ListProducts after p1 = %v, %v", ps, err)

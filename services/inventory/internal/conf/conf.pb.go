@@ -31,6 +31,8 @@ type Bootstrap struct {
 	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
 	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
+	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
+	Reconcile     *Reconcile             `protobuf:"bytes,5,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -82,6 +84,20 @@ func (x *Bootstrap) GetData() *Data {
 func (x *Bootstrap) GetMessaging() *Messaging {
 	if x != nil {
 		return x.Messaging
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetFault() *Fault {
+	if x != nil {
+		return x.Fault
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetReconcile() *Reconcile {
+	if x != nil {
+		return x.Reconcile
 	}
 	return nil
 }
@@ -198,7 +214,7 @@ type Messaging struct {
 	ConsumerGroup string `protobuf:"bytes,3,opt,name=consumer_group,json=consumerGroup,proto3" json:"consumer_group,omitempty"`
 	// How often the outbox relay looks for unsent events.
 	RelayInterval *durationpb.Duration `protobuf:"bytes,4,opt,name=relay_interval,json=relayInterval,proto3" json:"relay_interval,omitempty"`
-	// Deliver every consumed message twice (a demo and e2e fault switch).
+	// Same as fault.deliver_twice (kept for existing configs).
 	DuplicateDelivery bool `protobuf:"varint,5,opt,name=duplicate_delivery,json=duplicateDelivery,proto3" json:"duplicate_delivery,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -269,6 +285,137 @@ func (x *Messaging) GetDuplicateDelivery() bool {
 	return false
 }
 
+// Fault switches for demos and e2e (all off by default). A switch enabled
+// here fires every time; with admin on, PUT /v1/faults/{name} arms one at
+// runtime (in memory only).
+type Fault struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serve the runtime API /v1/faults on the HTTP port.
+	Admin bool `protobuf:"varint,1,opt,name=admin,proto3" json:"admin,omitempty"`
+	// Exit(3) after a consumer's effect committed, before the ack.
+	CrashAfterEffect bool `protobuf:"varint,2,opt,name=crash_after_effect,json=crashAfterEffect,proto3" json:"crash_after_effect,omitempty"`
+	// Send every published inventory event twice (a second message with a
+	// new msg id and the same key, version and body).
+	DeliverTwice  bool `protobuf:"varint,3,opt,name=deliver_twice,json=deliverTwice,proto3" json:"deliver_twice,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fault) Reset() {
+	*x = Fault{}
+	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fault) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fault) ProtoMessage() {}
+
+func (x *Fault) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fault.ProtoReflect.Descriptor instead.
+func (*Fault) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Fault) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
+}
+
+func (x *Fault) GetCrashAfterEffect() bool {
+	if x != nil {
+		return x.CrashAfterEffect
+	}
+	return false
+}
+
+func (x *Fault) GetDeliverTwice() bool {
+	if x != nil {
+		return x.DeliverTwice
+	}
+	return false
+}
+
+// Reconciliation ("reservations": reservations vs orders).
+type Reconcile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How often the job runs (0: only on demand, POST /v1/reconcile/reservations).
+	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// The order service's gRPC address (GetOrder), e.g. 127.0.0.1:9000.
+	OrderGrpcAddr string `protobuf:"bytes,2,opt,name=order_grpc_addr,json=orderGrpcAddr,proto3" json:"order_grpc_addr,omitempty"`
+	// Reservations younger than this are not judged (in-flight orders).
+	MinAge        *durationpb.Duration `protobuf:"bytes,3,opt,name=min_age,json=minAge,proto3" json:"min_age,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reconcile) Reset() {
+	*x = Reconcile{}
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reconcile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reconcile) ProtoMessage() {}
+
+func (x *Reconcile) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reconcile.ProtoReflect.Descriptor instead.
+func (*Reconcile) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Reconcile) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Reconcile) GetOrderGrpcAddr() string {
+	if x != nil {
+		return x.OrderGrpcAddr
+	}
+	return ""
+}
+
+func (x *Reconcile) GetMinAge() *durationpb.Duration {
+	if x != nil {
+		return x.MinAge
+	}
+	return nil
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -280,7 +427,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +439,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +487,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +499,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +549,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +561,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +614,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +626,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,11 +695,13 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\xad\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9d\x02\n" +
 	"\tBootstrap\x123\n" +
 	"\x06server\x18\x01 \x01(\v2\x1b.tide.inventory.conf.ServerR\x06server\x12-\n" +
 	"\x04data\x18\x02 \x01(\v2\x19.tide.inventory.conf.DataR\x04data\x12<\n" +
-	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\"\xca\x02\n" +
+	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\x120\n" +
+	"\x05fault\x18\x04 \x01(\v2\x1a.tide.inventory.conf.FaultR\x05fault\x12<\n" +
+	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\"\xca\x02\n" +
 	"\x06Server\x124\n" +
 	"\x04http\x18\x01 \x01(\v2 .tide.inventory.conf.Server.HTTPR\x04http\x124\n" +
 	"\x04grpc\x18\x02 \x01(\v2 .tide.inventory.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -584,7 +733,15 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
 	"\x0econsumer_group\x18\x03 \x01(\tR\rconsumerGroup\x12@\n" +
 	"\x0erelay_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\rrelayInterval\x12-\n" +
-	"\x12duplicate_delivery\x18\x05 \x01(\bR\x11duplicateDeliveryB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
+	"\x12duplicate_delivery\x18\x05 \x01(\bR\x11duplicateDelivery\"p\n" +
+	"\x05Fault\x12\x14\n" +
+	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
+	"\x12crash_after_effect\x18\x02 \x01(\bR\x10crashAfterEffect\x12#\n" +
+	"\rdeliver_twice\x18\x03 \x01(\bR\fdeliverTwice\"\x9e\x01\n" +
+	"\tReconcile\x125\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12&\n" +
+	"\x0forder_grpc_addr\x18\x02 \x01(\tR\rorderGrpcAddr\x122\n" +
+	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAgeB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -598,38 +755,44 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.inventory.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.inventory.conf.Server
 	(*Data)(nil),                // 2: tide.inventory.conf.Data
 	(*Messaging)(nil),           // 3: tide.inventory.conf.Messaging
-	(*Server_HTTP)(nil),         // 4: tide.inventory.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 5: tide.inventory.conf.Server.GRPC
-	(*Data_Database)(nil),       // 6: tide.inventory.conf.Data.Database
-	(*Data_Redis)(nil),          // 7: tide.inventory.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*Fault)(nil),               // 4: tide.inventory.conf.Fault
+	(*Reconcile)(nil),           // 5: tide.inventory.conf.Reconcile
+	(*Server_HTTP)(nil),         // 6: tide.inventory.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 7: tide.inventory.conf.Server.GRPC
+	(*Data_Database)(nil),       // 8: tide.inventory.conf.Data.Database
+	(*Data_Redis)(nil),          // 9: tide.inventory.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.inventory.conf.Server
 	2,  // 1: tide.inventory.conf.Bootstrap.data:type_name -> tide.inventory.conf.Data
 	3,  // 2: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
-	4,  // 3: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
-	5,  // 4: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
-	6,  // 5: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
-	7,  // 6: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
-	8,  // 7: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
-	8,  // 8: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	8,  // 9: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	8,  // 10: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	8,  // 11: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	8,  // 12: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	8,  // 13: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	4,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
+	5,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
+	6,  // 5: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
+	7,  // 6: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
+	8,  // 7: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
+	9,  // 8: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
+	10, // 9: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
+	10, // 10: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	10, // 11: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
+	10, // 12: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	10, // 13: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	10, // 14: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	10, // 15: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	10, // 16: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	10, // 17: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -643,7 +806,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

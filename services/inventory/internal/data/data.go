@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -23,8 +26,17 @@ import (
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox, NewDedupCache,
-	wire.Bind(new(biz.EventPublisher), new(*Outbox)))
+var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox,
+	wire.Bind(new(biz.EventPublisher), new(*Outbox)), wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
+
+// NewRegistry returns the service's Prometheus registry (served on
+// /metrics) with the Go runtime and process collectors; the pattern
+// packages register their metrics in it.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
 
 // Data holds the database and Redis clients. Safe for concurrent use.
 type Data struct {
@@ -41,7 +53,11 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 	if c.GetDatabase().GetSource() == "" {
 		return nil, nil, errors.New("data: database source is empty")
 	}
-	db, err := gorm.Open(mysql.Open(c.GetDatabase().GetSource()), &gorm.Config{
+	dsn, err := readCommitted(c.GetDatabase().GetSource())
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 	})
@@ -88,6 +104,51 @@ func durationOr(d, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// readCommitted returns dsn with the session isolation level set to READ
+// COMMITTED on every connection. The consumers' transactions are opened by
+// pkg/mqclient/idempotent (not by InTx), and REPEATABLE READ's gap locks on
+// absent reservation rows make concurrent Reserves of new orders deadlock
+// (see InTx). MariaDB before 11.1 names the variable tx_isolation, MySQL
+// and newer MariaDB transaction_isolation: ask the server which it has.
+func readCommitted(dsn string) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("data: database source: %w", err)
+	}
+	probe, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", fmt.Errorf("data: open database: %w", err)
+	}
+	defer probe.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "transaction_isolation"
+	var v string
+	if err := probe.QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&v); err != nil {
+		if err2 := probe.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&v); err2 != nil {
+			return "", fmt.Errorf("data: isolation level: %w", errors.Join(err, err2))
+		}
+		name = "tx_isolation"
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params[name] = "'READ-COMMITTED'"
+	return cfg.FormatDSN(), nil
+}
+
+// WithTx returns ctx carrying tx, so that repositories and InTx called
+// with it join tx (the consumers' transaction, owned by idempotent).
+func WithTx(ctx context.Context, tx *gorm.DB) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// Gorm returns the connection pool (for the pattern packages).
+func (d *Data) Gorm() *gorm.DB { return d.db }
+
+// Redis returns the Redis client.
+func (d *Data) Redis() *redis.Client { return d.rdb }
 
 // DB returns the transaction in ctx, or the pool, bound to ctx.
 func (d *Data) DB(ctx context.Context) *gorm.DB {

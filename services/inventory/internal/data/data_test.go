@@ -33,8 +33,8 @@ func newTestData(t *testing.T) (*Data, *testenv.RedisServer) {
 func newTestUsecase(t *testing.T) (*biz.StockUsecase, *Data, *Outbox, *testenv.RedisServer) {
 	t.Helper()
 	d, r := newTestData(t)
-	ob := NewOutbox(d, nil, &conf.Messaging{}, slog.Default())
-	uc := biz.NewStockUsecase(NewProductRepo(d), NewReservationRepo(d), d, ob, NewDedupCache(d, &conf.Data{}), slog.Default())
+	ob := NewOutbox(d, nil, nil, &conf.Messaging{}, slog.Default())
+	uc := biz.NewStockUsecase(NewProductRepo(d), NewReservationRepo(d), d, ob, slog.Default())
 	return uc, d, ob, r
 }
 
@@ -124,8 +124,8 @@ func TestStockOnMariaDBLifecycle(t *testing.T) {
 	}
 }
 
-// With Redis killed, commands still apply once (database dedup), and a
-// failed command leaves no fast-path mark behind.
+// With Redis killed, commands still apply once: the reservation's state
+// machine in the database decides (Redis is only the consumer's fast path).
 func TestStockOnMariaDBRedisOutage(t *testing.T) {
 	uc, d, _, r := newTestUsecase(t)
 	ctx := context.Background()
@@ -188,7 +188,7 @@ func TestStockOnMariaDBConcurrentNoOversell(t *testing.T) {
 
 func TestOutboxPublishNeedsTransaction(t *testing.T) {
 	d, _ := newTestData(t)
-	ob := NewOutbox(d, nil, &conf.Messaging{}, slog.Default())
+	ob := NewOutbox(d, nil, nil, &conf.Messaging{}, slog.Default())
 	ev := &biz.Event{Kind: biz.EventStockReserved, OrderID: "o1", Seq: 1}
 	if err := ob.Publish(context.Background(), ev); !errors.Is(err, ErrNoTransaction) {
 		t.Fatalf("Publish outside a tx: %v", err)
@@ -205,5 +205,19 @@ func TestOutboxPublishNeedsTransaction(t *testing.T) {
 	}
 	if n, _ := ob.Pending(context.Background()); n != 0 {
 		t.Fatalf("a rolled-back publish left %d outbox rows", n)
+	}
+}
+
+// Every connection runs at READ COMMITTED (the consumers' transactions
+// are opened by pkg/mqclient/idempotent, not by InTx).
+func TestDataSessionsReadCommitted(t *testing.T) {
+	d, _ := newTestData(t)
+	var level string
+	err := d.Gorm().Raw("SELECT @@transaction_isolation").Scan(&level).Error
+	if err != nil {
+		err = d.Gorm().Raw("SELECT @@tx_isolation").Scan(&level).Error
+	}
+	if err != nil || level != "READ-COMMITTED" {
+		t.Fatalf("isolation %q, %v", level, err)
 	}
 }

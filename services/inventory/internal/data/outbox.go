@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,18 +15,10 @@ import (
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-)
-
-// Message properties of an ordered event: the same names
-// pkg/mqclient/ordered.Stamp writes, so an ordered.Guard downstream can
-// check versions.
-// TODO(patterns): call ordered.Stamp(msg, orderID, seq) once
-// pkg/mqclient/ordered's API is final, and drop these copies.
-const (
-	propOrderKey     = "tideOrderKey"
-	propOrderVersion = "tideOrderVersion"
+	"github.com/tidemq/tide/services/inventory/internal/fault"
 )
 
 type outboxRow struct {
@@ -50,11 +41,17 @@ func (outboxRow) TableName() string { return "outbox" }
 // marks them sent. A crash between the send and the mark sends a row
 // again: consumers see a duplicate with the same seq, never a gap.
 //
-// TODO(patterns): replace with pkg/mqclient/txmsg's outbox and relay (run
-// through kratosmq) once their API is final; the table has the same role.
+// Why an outbox and not pkg/mqclient/txmsg: inventory events are the
+// effect of consuming order events, and that transaction belongs to
+// pkg/mqclient/idempotent (dedup record + version guard + stock move); a
+// half message cannot join a transaction it does not open, an outbox row
+// can. Each message is stamped with ordered.Stamp (sharding key, message
+// key and ordering key = order id, version = the reservation's event
+// seq), so the order service applies them in order.
 type Outbox struct {
 	data     *Data
 	producer *mqclient.Producer
+	faults   *fault.Set
 	interval time.Duration
 	log      *slog.Logger
 
@@ -65,8 +62,8 @@ type Outbox struct {
 }
 
 // NewOutbox returns the outbox publisher and relay.
-func NewOutbox(d *Data, p *mqclient.Producer, c *conf.Messaging, l *slog.Logger) *Outbox {
-	return &Outbox{data: d, producer: p, interval: durationOr(c.GetRelayInterval().AsDuration(), 200*time.Millisecond),
+func NewOutbox(d *Data, p *mqclient.Producer, faults *fault.Set, c *conf.Messaging, l *slog.Logger) *Outbox {
+	return &Outbox{data: d, producer: p, faults: faults, interval: durationOr(c.GetRelayInterval().AsDuration(), 200*time.Millisecond),
 		log: l, kick: make(chan struct{}, 1)}
 }
 
@@ -190,14 +187,22 @@ func (o *Outbox) RelayOnce(ctx context.Context) (int, error) {
 		var ids []int64
 		var sendErr error
 		for _, r := range rows {
-			msg := &mqclient.Message{Topic: r.Topic, Tag: r.Tag, Body: r.Body, ShardingKey: r.ShardingKey,
-				Keys:       []string{r.ShardingKey},
-				Properties: map[string]string{propOrderKey: r.ShardingKey, propOrderVersion: strconv.FormatInt(r.Seq, 10)}}
-			if _, err := o.producer.Send(ctx, msg); err != nil {
+			msg := ordered.Stamp(&mqclient.Message{Topic: r.Topic, Tag: r.Tag, Body: r.Body}, r.ShardingKey, r.Seq)
+			res, err := o.producer.Send(ctx, msg)
+			if err != nil {
 				sendErr = fmt.Errorf("data: outbox send %d: %w", r.ID, err)
 				break
 			}
 			ids = append(ids, r.ID)
+			o.log.InfoContext(ctx, "inventory event sent", "topic", r.Topic, "tag", r.Tag, "order_id", r.ShardingKey,
+				"seq", r.Seq, "msg_id", res.MsgID)
+			if o.faults.Fire(FaultDeliverTwice) {
+				// A real second delivery: new msg id, same key, version and body.
+				dup := *msg
+				if res2, err := o.producer.Send(ctx, &dup); err == nil {
+					o.log.WarnContext(ctx, "deliver_twice: event sent again", "order_id", r.ShardingKey, "seq", r.Seq, "msg_id", res2.MsgID)
+				}
+			}
 		}
 		if len(ids) > 0 {
 			if err := tx.Model(&outboxRow{}).Where("id IN ?", ids).Update("sent_at", time.Now()).Error; err != nil {

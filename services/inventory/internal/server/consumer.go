@@ -6,35 +6,59 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
+	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
+	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 )
 
-// ConsumerServer consumes order-events in order per order id (an ordered
-// push consumer: one message per order at a time, queue locks at the
-// broker) and runs the outbox relay that publishes inventory-events. On
-// Start it first makes sure both topics exist. It is a Kratos
-// transport.Server.
+// ConsumerServer is the inventory service's messaging, as one Kratos
+// server: the ordered consumer of order-events (pkg/mqclient/kratosmq)
+// and the outbox relay that publishes inventory-events. On Start it first
+// makes sure both topics exist.
 //
-// TODO(patterns): wrap the handler with pkg/mqclient/ordered's Guard (per
-// order version check on OrderCreated/OrderCancelled/OrderPaid seq) and
-// pkg/mqclient/idempotent once their APIs are final; today the reservation
-// state machine plus the Redis fast path (biz) make every event apply once.
+// Each order event goes through, outermost first:
+//
+//  1. crash_after_effect (fault): exit after the effect committed, before
+//     the ack;
+//  2. pkg/mqclient/idempotent: Redis fast path ("done" marker, in-progress
+//     claim) and, as the first statement of the transaction, the dedup
+//     record (group inventory-service, handler order-events, key
+//     "<order id>/<version>"): a duplicate (a redelivery, or deliver_twice's
+//     second message) is acknowledged without effect;
+//  3. pkg/mqclient/ordered's Guard (Lenient), in the same transaction: the
+//     event's version must follow the order's last applied one; an older
+//     version is stale and dropped (the reservation's state machine has a
+//     tombstone for "cancelled before reserved"), a gap is applied and
+//     recorded;
+//  4. the stock command (Reserve/Release/Sell), its outbox row, all in the
+//     same transaction.
 type ConsumerServer struct {
 	mq     *kratosmq.Server
 	relay  *data.Outbox
 	nsAddr []string
 	log    *slog.Logger
+	// running is set once the consumer started (readiness).
+	running atomic.Bool
 }
 
 // NewConsumerServer subscribes the service to order events.
-func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, relay *data.Outbox, l *slog.Logger) (*ConsumerServer, error) {
+func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.Data, relay *data.Outbox, faults *fault.Set,
+	reg prometheus.Registerer, l *slog.Logger) (*ConsumerServer, error) {
 	ns := data.SplitAddrs(c.GetNameServers())
 	if len(ns) == 0 {
 		return nil, errors.New("server: messaging.name_servers is empty")
@@ -43,16 +67,72 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, relay *da
 	if group == "" {
 		group = eventv1.GroupInventory
 	}
-	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(l))}
-	if c.GetDuplicateDelivery() {
-		opts = append(opts, mqclient.WithMiddleware(middleware.Duplicate()))
+	cl := l.With("module", "inventory/consumer")
+	guard, err := ordered.New(d.Gorm(), group+"/order-events", ordered.WithPolicy(ordered.Lenient),
+		ordered.WithLogger(cl), ordered.WithRegisterer(reg))
+	if err != nil {
+		return nil, err
 	}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...), mqclient.WithLogger(l)), kratosmq.WithLogger(l))
+	idem, err := idempotent.New(d.Gorm(), d.Redis(), idempotent.Options{Group: group, Handler: "order-events",
+		Key: versionKey, RedisPolicy: idempotent.FailClosedDB, ClaimTTL: 30 * time.Second, Logger: cl, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	m, err := mqmetrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	handler := idem.Wrap(guard.Effect(func(ctx context.Context, tx *gorm.DB, ev ordered.Event) error {
+		return s.HandleOrderEvent(data.WithTx(ctx, tx), ev.Msg)
+	}))
+	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
+		tracing.Middleware(tracing.Options{}), m.Middleware(group), logFailures(cl, group), crashAfterEffect(faults))}
+	mq := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...), mqclient.WithLogger(l),
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)), kratosmq.WithLogger(l))
 	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")
-	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, s.HandleOrderEvent, opts...); err != nil {
+	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, handler, opts...); err != nil {
 		return nil, err
 	}
 	return &ConsumerServer{mq: mq, relay: relay, nsAddr: ns, log: l}, nil
+}
+
+// versionKey is the idempotency key of an order event: order id and
+// version (ordered.Stamp's), the same for every delivery of one event.
+func versionKey(m *mqclient.MessageExt) (string, error) {
+	key, v, err := ordered.VersionOf(m)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s/%d", key, v), nil
+}
+
+// crashAfterEffect is the crash_after_effect fault: the handler returned
+// nil (its transaction committed); the process ends before the ack.
+func crashAfterEffect(faults *fault.Set) mqclient.Middleware {
+	return func(h mqclient.Handler) mqclient.Handler {
+		return func(ctx context.Context, m *mqclient.MessageExt) error {
+			err := h(ctx, m)
+			if err == nil {
+				faults.Crash(data.FaultCrashAfterEffect, "topic", m.Topic, "msg_id", m.MsgID, "order_id", m.Key())
+			}
+			return err
+		}
+	}
+}
+
+// logFailures logs every failed delivery with topic, group, msg id and
+// order id (successes are logged by the service with their outcome).
+func logFailures(l *slog.Logger, group string) mqclient.Middleware {
+	return func(h mqclient.Handler) mqclient.Handler {
+		return func(ctx context.Context, m *mqclient.MessageExt) error {
+			err := h(ctx, m)
+			if err != nil {
+				l.WarnContext(ctx, "handler failed, will retry", "topic", m.Topic, "group", group, "tag", m.Tag,
+					"msg_id", m.MsgID, "order_id", m.Key(), "reconsume", m.ReconsumeTimes, "err", err)
+			}
+			return err
+		}
+	}
 }
 
 // Start creates the topics if missing, then starts the consumer and the
@@ -64,12 +144,24 @@ func (s *ConsumerServer) Start(ctx context.Context) error {
 	if err := s.relay.Start(ctx); err != nil {
 		return err
 	}
-	return s.mq.Start(ctx)
+	err := s.mq.Start(ctx)
+	if errors.Is(err, kratosmq.ErrStopped) {
+		// The app was stopped while this server was starting: not a failure.
+		return nil
+	}
+	if err == nil {
+		s.running.Store(true)
+	}
+	return err
 }
+
+// Running reports whether the consumer started and was not stopped.
+func (s *ConsumerServer) Running() bool { return s.running.Load() }
 
 // Stop drains the consumer (running handlers finish, offsets commit),
 // then stops the relay.
 func (s *ConsumerServer) Stop(ctx context.Context) error {
+	s.running.Store(false)
 	return errors.Join(s.mq.Stop(ctx), s.relay.Stop(ctx))
 }
 

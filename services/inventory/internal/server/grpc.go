@@ -4,6 +4,7 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 
 	v1 "github.com/tidemq/tide/api/inventory/v1"
@@ -14,7 +15,7 @@ import (
 // NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
 // Kratos itself).
 func NewGRPCServer(c *conf.Server, s *service.InventoryService, logger log.Logger) *grpc.Server {
-	opts := []grpc.ServerOption{grpc.Middleware(recovery.Recovery(), logging.Server(logger))}
+	opts := []grpc.ServerOption{grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
 	if c.GetGrpc().GetNetwork() != "" {
 		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
 	}

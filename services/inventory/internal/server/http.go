@@ -9,18 +9,26 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
+
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 )
 
 // NewHTTPServer returns the HTTP server with the API routes (written by
 // hand: protoc-gen-go-http is not available), /healthz (the process
-// runs) and /readyz (database and Redis answer).
-func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, logger log.Logger) *http.Server {
-	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), logging.Server(logger))}
+// runs), /readyz (database and Redis answer), /metrics (Prometheus),
+// /v1/faults (fault switches, when fault.admin is on) and /v1/reconcile
+// (the reservations job).
+func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, faults *fault.Set, reg *prometheus.Registry,
+	recon *Reconciler, logger log.Logger) *http.Server {
+	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}
@@ -32,6 +40,10 @@ func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, lo
 	}
 	srv := http.NewServer(opts...)
 	registerHealth(srv, ready)
+	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// The fault API answers 403 unless fault.admin is on.
+	srv.HandlePrefix("/v1/faults", faults.Handler())
+	srv.HandlePrefix("/v1/reconcile/", recon.Handler())
 	r := srv.Route("/")
 	r.GET("/v1/products", func(ctx http.Context) error {
 		var in v1.ListProductsRequest

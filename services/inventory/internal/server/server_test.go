@@ -7,22 +7,27 @@ import (
 	"io"
 	"log/slog"
 	nethttp "net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
+	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
+	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 )
 
@@ -31,6 +36,9 @@ type stack struct {
 	grpcAddr string
 	ns       string
 	producer *mqclient.Producer
+	faults   *fault.Set
+	recon    *Reconciler
+	data     *data.Data
 }
 
 // startStack runs the service's servers against a real MariaDB, Redis,
@@ -54,16 +62,23 @@ func startStack(t *testing.T, duplicate bool) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pclean)
-	ob := data.NewOutbox(d, p, mc, l)
-	uc := biz.NewStockUsecase(data.NewProductRepo(d), data.NewReservationRepo(d), d, ob, data.NewDedupCache(d, &conf.Data{}), l)
+	reg := data.NewRegistry()
+	faults := data.NewFaults(&conf.Fault{Admin: true}, mc, l)
+	ob := data.NewOutbox(d, p, faults, mc, l)
+	uc := biz.NewStockUsecase(data.NewProductRepo(d), data.NewReservationRepo(d), d, ob, l)
 	svc := service.NewInventoryService(uc, l)
-	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	hs := NewHTTPServer(sc, svc, d, log.DefaultLogger)
-	gs := NewGRPCServer(sc, svc, log.DefaultLogger)
-	cs, err := NewConsumerServer(mc, svc, ob, l)
+	recon, rclean, err := NewReconciler(&conf.Reconcile{MinAge: durationpb.New(0)}, d, uc, reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(rclean)
+	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	cs, err := NewConsumerServer(mc, svc, d, ob, faults, reg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(sc, svc, NewReadiness(d, cs), faults, reg, recon, log.DefaultLogger)
+	gs := NewGRPCServer(sc, svc, log.DefaultLogger)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // runs after the Stop cleanups below (LIFO)
 	for _, s := range []interface {
@@ -99,7 +114,7 @@ func startStack(t *testing.T, duplicate bool) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = op.Shutdown(context.Background()) })
-	return &stack{httpURL: "http://" + he.Host, grpcAddr: ge.Host, ns: ns, producer: op}
+	return &stack{httpURL: "http://" + he.Host, grpcAddr: ge.Host, ns: ns, producer: op, faults: faults, recon: recon, data: d}
 }
 
 func (s *stack) send(t *testing.T, ev eventv1.Event) {
@@ -108,7 +123,9 @@ func (s *stack) send(t *testing.T, ev eventv1.Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev), Body: body, ShardingKey: ev.GetOrderId(), Keys: []string{ev.GetOrderId()}}
+	// Stamped as the order service stamps its events: key = order id,
+	// version = the order's event seq.
+	m := ordered.Stamp(&mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev), Body: body}, ev.GetOrderId(), ev.GetSeq())
 	if _, err := s.producer.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +169,8 @@ func TestServerOrderEventsFlow(t *testing.T) {
 	ctx := context.Background()
 
 	var mu sync.Mutex
-	got := map[string][]string{}
+	got := map[string][]string{} // distinct, in order
+	all := map[string][]string{} // every delivery
 	c, err := mqclient.NewPushConsumer("test-order-service", mqclient.WithNameServers(s.ns), mqclient.WithOrdered())
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +182,10 @@ func TestServerOrderEventsFlow(t *testing.T) {
 		}
 		e := ev.(eventv1.Event)
 		mu.Lock()
-		got[e.GetOrderId()] = append(got[e.GetOrderId()], fmt.Sprintf("%s/%d", m.Tag, e.GetSeq()))
+		all[e.GetOrderId()] = append(all[e.GetOrderId()], fmt.Sprintf("%s/%d", m.Tag, e.GetSeq()))
+		if g := got[e.GetOrderId()]; len(g) == 0 || g[len(g)-1] != fmt.Sprintf("%s/%d", m.Tag, e.GetSeq()) {
+			got[e.GetOrderId()] = append(g, fmt.Sprintf("%s/%d", m.Tag, e.GetSeq()))
+		}
 		mu.Unlock()
 		return nil
 	})
@@ -179,7 +200,11 @@ func TestServerOrderEventsFlow(t *testing.T) {
 	line := func(id string, q int32) []*eventv1.LineItem {
 		return []*eventv1.LineItem{{ProductId: id, Quantity: q}}
 	}
+	// Every order event twice (the order service's deliver_twice): the
+	// second copy is a new message with the same key, version and body.
 	s.send(t, &eventv1.OrderCreated{OrderId: "o-paid", Seq: 1, Items: line("p-mug", 2)})
+	s.send(t, &eventv1.OrderCreated{OrderId: "o-paid", Seq: 1, Items: line("p-mug", 2)})
+	s.send(t, &eventv1.OrderPaid{OrderId: "o-paid", Seq: 2})
 	s.send(t, &eventv1.OrderPaid{OrderId: "o-paid", Seq: 2})
 	s.send(t, &eventv1.OrderCreated{OrderId: "o-cancel", Seq: 1, Items: line("p-mug", 3)})
 	s.send(t, &eventv1.OrderCancelled{OrderId: "o-cancel", Seq: 2, Reason: "timeout"})
@@ -193,7 +218,7 @@ func TestServerOrderEventsFlow(t *testing.T) {
 	waitFor(t, "inventory events", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got["o-paid"]) >= 1 && len(got["o-cancel"]) >= 2 && len(got["o-short"]) >= 1
+		return len(all["o-paid"]) >= 2 && len(all["o-cancel"]) >= 4 && len(all["o-short"]) >= 2
 	})
 	mu.Lock()
 	defer mu.Unlock()
@@ -267,4 +292,147 @@ type v1ListJSON struct {
 		ID string `json:"id"`
 	} `json:"products"`
 	NextPageToken string `json:"nextPageToken"`
+}
+
+// fakeOrders is the order service as the reconciliation job sees it.
+type fakeOrders map[string]orderv1.OrderStatus
+
+func (f fakeOrders) OrderStatus(_ context.Context, id string) (orderv1.OrderStatus, bool, error) {
+	st, ok := f[id]
+	return st, ok, nil
+}
+
+func postJSON(t *testing.T, url, body string, out any) int {
+	t.Helper()
+	resp, err := nethttp.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestServerReconcileReservations: reservations whose order is gone or
+// cancelled are found (dry run changes nothing), released by a real run
+// through the idempotent Release, and a second run repairs nothing.
+func TestServerReconcileReservations(t *testing.T) {
+	s := startStack(t, false)
+	line := func(q int32) []*eventv1.LineItem { return []*eventv1.LineItem{{ProductId: "p-coffee", Quantity: q}} }
+	for _, id := range []string{"o-live", "o-orphan", "o-cancelled", "o-paid"} {
+		s.send(t, &eventv1.OrderCreated{OrderId: id, Seq: 1, Items: line(1)})
+	}
+	waitFor(t, "4 coffees reserved", func() bool { return getProduct(t, s.httpURL, "p-coffee")["reserved"] == "4" })
+	before := getProduct(t, s.httpURL, "p-coffee")
+	// o-orphan's order never committed; o-cancelled's OrderCancelled was lost.
+	s.recon.SetOrders(fakeOrders{"o-live": orderv1.OrderStatus_ORDER_STATUS_RESERVED,
+		"o-cancelled": orderv1.OrderStatus_ORDER_STATUS_CANCELLED, "o-paid": orderv1.OrderStatus_ORDER_STATUS_PAID})
+
+	var dry RunJSON
+	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{"dry_run":true}`, &dry); code != 200 {
+		t.Fatalf("dry run: %d %+v", code, dry)
+	}
+	classes := map[string]string{}
+	for _, d := range dry.Discrepancies {
+		classes[d.Key] = d.Class
+	}
+	want := map[string]string{"o-orphan": string(ClassOrphan), "o-cancelled": string(ClassCancelled), "o-paid": string(ClassPaid)}
+	if fmt.Sprint(classes) != fmt.Sprint(want) || dry.WouldRepair != 2 || dry.RunID != 0 {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	if p := getProduct(t, s.httpURL, "p-coffee"); fmt.Sprint(p) != fmt.Sprint(before) {
+		t.Fatalf("dry run changed stock: %v -> %v", before, p)
+	}
+
+	var run RunJSON
+	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{"dry_run":false}`, &run); code != 200 {
+		t.Fatalf("run: %d", code)
+	}
+	if run.Repaired != 2 || run.RunID == 0 || len(run.Discrepancies) != 3 {
+		t.Fatalf("run = %+v", run)
+	}
+	p := getProduct(t, s.httpURL, "p-coffee")
+	if p["reserved"] != "2" || p["available"] != fmt.Sprint(mustInt(t, before["available"])+2) {
+		t.Fatalf("after repair p-coffee = %v (before %v)", p, before)
+	}
+	var again RunJSON
+	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{}`, &again); code != 200 || again.Repaired != 0 {
+		t.Fatalf("second run: %d %+v", code, again)
+	}
+	if p2 := getProduct(t, s.httpURL, "p-coffee"); fmt.Sprint(p2) != fmt.Sprint(p) {
+		t.Fatalf("second run changed stock: %v -> %v", p, p2)
+	}
+	if code := postJSON(t, s.httpURL+"/v1/reconcile/nope", `{}`, nil); code != 404 {
+		t.Fatalf("unknown job: %d", code)
+	}
+	resp, err := nethttp.Get(s.httpURL + "/v1/reconcile/runs?job=reservations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs struct{ Runs []map[string]any }
+	json.NewDecoder(resp.Body).Decode(&runs)
+	resp.Body.Close()
+	if len(runs.Runs) != 2 || runs.Runs[0]["status"] != "done" {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if m := metricsText(t, s.httpURL); !strings.Contains(m, `mqclient_reconcile_discrepancies_total{class="reservation_without_order",job="reservations"}`) {
+		t.Fatalf("metrics lack the discrepancy count")
+	}
+}
+
+func mustInt(t *testing.T, v any) int64 {
+	t.Helper()
+	var n int64
+	if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil {
+		t.Fatalf("%v: %v", v, err)
+	}
+	return n
+}
+
+func metricsText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := nethttp.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestServerCrashAfterEffect: the fault fires once, after the effect
+// committed (stock already reserved) and before the ack; the redelivery
+// of the same event is then a duplicate.
+func TestServerCrashAfterEffect(t *testing.T) {
+	s := startStack(t, false)
+	crashed := make(chan string, 4)
+	s.faults.SetExit(func(int) { crashed <- getProduct(t, s.httpURL, "p-mug")["reserved"].(string) })
+	req, _ := nethttp.NewRequest(nethttp.MethodPut, s.httpURL+"/v1/faults/crash_after_effect", strings.NewReader(`{"enabled":true,"count":1}`))
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("arm: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	s.send(t, &eventv1.OrderCreated{OrderId: "o-crash", Seq: 1, Items: []*eventv1.LineItem{{ProductId: "p-mug", Quantity: 5}}})
+	select {
+	case reserved := <-crashed:
+		if reserved != "5" {
+			t.Fatalf("crashed with reserved = %s: the effect must commit first", reserved)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("crash_after_effect never fired")
+	}
+	// Same event again (as the redelivery after the crash): no effect.
+	s.send(t, &eventv1.OrderCreated{OrderId: "o-crash", Seq: 1, Items: []*eventv1.LineItem{{ProductId: "p-mug", Quantity: 5}}})
+	waitFor(t, "dedup hit", func() bool { return strings.Contains(metricsText(t, s.httpURL), "idempotent_dedup_hits_total") })
+	if p := getProduct(t, s.httpURL, "p-mug"); p["reserved"] != "5" {
+		t.Fatalf("duplicate applied: %v", p)
+	}
+	if len(crashed) != 0 {
+		t.Fatal("a one-shot fault fired twice")
+	}
 }

@@ -15,8 +15,11 @@ import (
 	"github.com/go-kratos/kratos/v2/config/env"
 	"github.com/go-kratos/kratos/v2/config/file"
 	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/server"
@@ -37,6 +40,10 @@ func init() {
 }
 
 func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.Consumer, sw *server.Sweeper) *kratos.App {
+	// W3C trace context in and out: HTTP/gRPC (Kratos tracing middleware)
+	// and message properties (pkg/mqclient/tracing), so one trace id
+	// follows an order from the API call through its events.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
@@ -62,10 +69,12 @@ func run() error {
 		"service.id", id,
 		"service.name", Name,
 		"service.version", Version,
+		"trace.id", tracing.TraceID(),
+		"span.id", tracing.SpanID(),
 	)
 	// The environment is a source too, so ${MYSQL_DSN:default}
 	// placeholders in the file resolve from it.
-	c := config.New(config.WithSource(env.NewSource(), file.NewSource(flagconf)))
+	c := config.New(config.WithSource(env.NewSource(), file.NewSource(flagconf)), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
 		return fmt.Errorf("load config: %w", err)
@@ -74,7 +83,7 @@ func run() error {
 	if err := c.Scan(&bc); err != nil {
 		return fmt.Errorf("scan config: %w", err)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), logger)
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), logger)
 	if err != nil {
 		return err
 	}

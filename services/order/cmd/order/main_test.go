@@ -54,7 +54,7 @@ func TestAppFromConfigFile(t *testing.T) {
 	t.Setenv("ORDER_GRPC_ADDR", freeAddr(t))
 	t.Setenv("ORDER_CANCEL_AFTER", "90s")
 
-	c := config.New(config.WithSource(env.NewSource(), file.NewSource("../../configs/config.yaml")))
+	c := config.New(config.WithSource(env.NewSource(), file.NewSource("../../configs/config.yaml")), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,10 @@ func TestAppFromConfigFile(t *testing.T) {
 		bc.GetOrder().GetCancelAfter().AsDuration() != 90*time.Second || bc.GetOrder().GetSweepInterval().AsDuration() != time.Minute {
 		t.Fatalf("placeholders not resolved: %v", &bc)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)))
+	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
+		t.Fatalf("a fault is on by default: %v", f)
+	}
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)))
 	if err != nil {
 		t.Fatal(err)
 	}

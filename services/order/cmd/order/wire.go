@@ -18,7 +18,6 @@ import (
 )
 
 // wireApp init kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, log.Logger) (*kratos.App, func(), error) {
-	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet,
-		wire.Bind(new(server.Readiness), new(*data.Data)), newApp))
+func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, *conf.Fault, log.Logger) (*kratos.App, func(), error) {
+	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, newApp))
 }

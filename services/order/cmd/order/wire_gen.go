@@ -19,28 +19,44 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, logger log.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, fault *conf.Fault, logger log.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	orderRepo := data.NewOrderRepo(dataData, logger)
 	transaction := data.NewTransaction(dataData)
-	producer, cleanup2, err := data.NewProducer(mq, dataData, logger)
+	set := data.NewFaults(fault)
+	registry := data.NewRegistry()
+	sender, cleanup2, err := data.NewSender(mq, dataData, set, registry, logger)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	eventPublisher := data.NewEventPublisher(dataData, producer, logger)
-	cancelTimer := data.NewCancelTimer(producer)
+	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
+	scheduler, cleanup3, err := data.NewScheduler(mq, sender, registry)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	cancelTimer := data.NewCancelTimer(scheduler)
 	orderUsecase := biz.NewOrderUsecase(orderRepo, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
 	grpcServer := server.NewGRPCServer(confServer, orderService, logger)
-	httpServer := server.NewHTTPServer(confServer, orderService, dataData, logger)
-	consumer := server.NewConsumer(mq, orderUsecase, logger)
+	consumer, err := server.NewConsumer(mq, orderUsecase, dataData, set, registry, logger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	readiness := server.NewReadiness(dataData, consumer)
+	httpServer := server.NewHTTPServer(confServer, orderService, readiness, set, registry, logger)
 	sweeper := server.NewSweeper(order, orderUsecase, logger)
 	app := newApp(logger, grpcServer, httpServer, consumer, sweeper)
 	return app, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil

@@ -32,6 +32,7 @@ type Bootstrap struct {
 	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Mq            *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
 	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
+	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,6 +91,13 @@ func (x *Bootstrap) GetMq() *MQ {
 func (x *Bootstrap) GetOrder() *Order {
 	if x != nil {
 		return x.Order
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetFault() *Fault {
+	if x != nil {
+		return x.Fault
 	}
 	return nil
 }
@@ -315,6 +323,83 @@ func (x *Order) GetSweepInterval() *durationpb.Duration {
 	return nil
 }
 
+// Fault switches for demos and e2e (all off by default). A switch enabled
+// here fires every time; with admin on, PUT /v1/faults/{name} arms one at
+// runtime (in memory only).
+type Fault struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serve the runtime API /v1/faults on the HTTP port.
+	Admin bool `protobuf:"varint,1,opt,name=admin,proto3" json:"admin,omitempty"`
+	// Exit(3) after an order transaction (row + event fence) committed,
+	// before END_TRANSACTION reaches the broker.
+	CrashAfterCommit bool `protobuf:"varint,2,opt,name=crash_after_commit,json=crashAfterCommit,proto3" json:"crash_after_commit,omitempty"`
+	// Exit(3) after a consumer's effect committed, before the ack.
+	CrashAfterEffect bool `protobuf:"varint,3,opt,name=crash_after_effect,json=crashAfterEffect,proto3" json:"crash_after_effect,omitempty"`
+	// Send every published order event twice (a second message with a new
+	// msg id and the same key, version and body).
+	DeliverTwice  bool `protobuf:"varint,4,opt,name=deliver_twice,json=deliverTwice,proto3" json:"deliver_twice,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fault) Reset() {
+	*x = Fault{}
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fault) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fault) ProtoMessage() {}
+
+func (x *Fault) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fault.ProtoReflect.Descriptor instead.
+func (*Fault) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Fault) GetAdmin() bool {
+	if x != nil {
+		return x.Admin
+	}
+	return false
+}
+
+func (x *Fault) GetCrashAfterCommit() bool {
+	if x != nil {
+		return x.CrashAfterCommit
+	}
+	return false
+}
+
+func (x *Fault) GetCrashAfterEffect() bool {
+	if x != nil {
+		return x.CrashAfterEffect
+	}
+	return false
+}
+
+func (x *Fault) GetDeliverTwice() bool {
+	if x != nil {
+		return x.DeliverTwice
+	}
+	return false
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -326,7 +411,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +423,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +471,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +483,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +534,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +546,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +595,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +607,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,12 +655,13 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xba\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe8\x01\n" +
 	"\tBootstrap\x12/\n" +
 	"\x06server\x18\x01 \x01(\v2\x17.tide.order.conf.ServerR\x06server\x12)\n" +
 	"\x04data\x18\x02 \x01(\v2\x15.tide.order.conf.DataR\x04data\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
-	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\"\xc2\x02\n" +
+	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
+	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\"\xc2\x02\n" +
 	"\x06Server\x120\n" +
 	"\x04http\x18\x01 \x01(\v2\x1c.tide.order.conf.Server.HTTPR\x04http\x120\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1c.tide.order.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -607,7 +693,12 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\fsend_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsendTimeout\"\x87\x01\n" +
 	"\x05Order\x12<\n" +
 	"\fcancel_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\vcancelAfter\x12@\n" +
-	"\x0esweep_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rsweepIntervalB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
+	"\x0esweep_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rsweepInterval\"\x9e\x01\n" +
+	"\x05Fault\x12\x14\n" +
+	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
+	"\x12crash_after_commit\x18\x02 \x01(\bR\x10crashAfterCommit\x12,\n" +
+	"\x12crash_after_effect\x18\x03 \x01(\bR\x10crashAfterEffect\x12#\n" +
+	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwiceB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -621,40 +712,42 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.order.conf.Server
 	(*Data)(nil),                // 2: tide.order.conf.Data
 	(*MQ)(nil),                  // 3: tide.order.conf.MQ
 	(*Order)(nil),               // 4: tide.order.conf.Order
-	(*Server_HTTP)(nil),         // 5: tide.order.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 6: tide.order.conf.Server.GRPC
-	(*Data_Database)(nil),       // 7: tide.order.conf.Data.Database
-	(*Data_Redis)(nil),          // 8: tide.order.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(*Fault)(nil),               // 5: tide.order.conf.Fault
+	(*Server_HTTP)(nil),         // 6: tide.order.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 7: tide.order.conf.Server.GRPC
+	(*Data_Database)(nil),       // 8: tide.order.conf.Data.Database
+	(*Data_Redis)(nil),          // 9: tide.order.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.order.conf.Server
 	2,  // 1: tide.order.conf.Bootstrap.data:type_name -> tide.order.conf.Data
 	3,  // 2: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
 	4,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
-	5,  // 4: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
-	6,  // 5: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
-	7,  // 6: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
-	8,  // 7: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
-	9,  // 8: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	9,  // 9: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	9,  // 10: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	9,  // 11: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	9,  // 12: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	9,  // 13: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	9,  // 14: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	5,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
+	6,  // 5: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
+	7,  // 6: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
+	8,  // 7: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
+	9,  // 8: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
+	10, // 9: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	10, // 10: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	10, // 11: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	10, // 12: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	10, // 13: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	10, // 14: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	10, // 15: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -662,14 +755,14 @@ func file_internal_conf_conf_proto_init() {
 	if File_internal_conf_conf_proto != nil {
 		return
 	}
-	file_internal_conf_conf_proto_msgTypes[7].OneofWrappers = []any{}
+	file_internal_conf_conf_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -23,7 +25,17 @@ import (
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewProducer, NewOrderRepo, NewTransaction, NewEventPublisher, NewCancelTimer)
+var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewSender, NewScheduler, NewOrderRepo, NewTransaction,
+	NewEventPublisher, NewCancelTimer, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
+
+// NewRegistry returns the service's Prometheus registry (served on
+// /metrics) with the Go runtime and process collectors; the pattern
+// packages register their metrics in it.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
 
 // Data holds the service's connections. It is safe for concurrent use.
 type Data struct {
@@ -81,6 +93,9 @@ func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
 	}
 	return d, cleanup, nil
 }
+
+// Redis returns the Redis client (the consumers' dedup fast path).
+func (d *Data) Redis() *redis.Client { return d.rdb }
 
 // Ready reports whether the database and Redis answer.
 func (d *Data) Ready(ctx context.Context) error {

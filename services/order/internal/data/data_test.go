@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-kratos/kratos/v2/log"
 
-	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -186,111 +185,5 @@ func TestDataInTxRollback(t *testing.T) {
 	}
 	if _, err := repo.Get(ctx, "rolled-back"); !errors.Is(err, biz.ErrOrderNotFound) {
 		t.Fatalf("rolled back order exists: %v", err)
-	}
-}
-
-func fenceMsg(key string) *mqclient.MessageExt {
-	return &mqclient.MessageExt{Message: mqclient.Message{Properties: map[string]string{propTxKey: key}}}
-}
-
-func TestCheckTransaction(t *testing.T) {
-	d := newTestData(t)
-	ctx := context.Background()
-	if err := d.InTx(ctx, func(ctx context.Context) error { return d.insertFence(ctx, "k-committed") }); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		msg  *mqclient.MessageExt
-		want mqclient.TransactionState
-	}{
-		{"committed", fenceMsg("k-committed"), mqclient.TransactionCommit},
-		{"never started", fenceMsg("k-missing"), mqclient.TransactionRollback},
-		{"asked again", fenceMsg("k-missing"), mqclient.TransactionRollback},
-		{"no key", &mqclient.MessageExt{}, mqclient.TransactionUnknown},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := d.CheckTransaction(ctx, tt.msg); got != tt.want {
-				t.Fatalf("state = %v, want %v", got, tt.want)
-			}
-		})
-	}
-	// The check-back won: the late local transaction must fail.
-	if err := d.InTx(ctx, func(ctx context.Context) error { return d.insertFence(ctx, "k-missing") }); err == nil {
-		t.Fatal("local transaction committed after a rollback check-back")
-	}
-}
-
-// TestCheckTransactionWaitsForOpenTx: a check-back that arrives while the
-// local transaction is open waits for it and then reports its outcome.
-func TestCheckTransactionWaitsForOpenTx(t *testing.T) {
-	for _, commit := range []bool{true, false} {
-		name := map[bool]string{true: "commit", false: "rollback"}[commit]
-		t.Run(name, func(t *testing.T) {
-			d := newTestData(t)
-			ctx := context.Background()
-			key := "k-open-" + name
-			inserted, release := make(chan struct{}), make(chan struct{})
-			txDone := make(chan error, 1)
-			go func() {
-				txDone <- d.InTx(ctx, func(ctx context.Context) error {
-					if err := d.insertFence(ctx, key); err != nil {
-						return err
-					}
-					close(inserted)
-					<-release
-					if !commit {
-						return errors.New("rollback")
-					}
-					return nil
-				})
-			}()
-			<-inserted
-			defer close(release)
-			state := make(chan mqclient.TransactionState, 1)
-			go func() {
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				state <- d.CheckTransaction(cctx, fenceMsg(key))
-			}()
-			waitLockWait(t, d, state)
-			release <- struct{}{}
-			want := map[bool]mqclient.TransactionState{true: mqclient.TransactionCommit, false: mqclient.TransactionRollback}[commit]
-			if got := <-state; got != want {
-				t.Fatalf("state = %v, want %v", got, want)
-			}
-			if err := <-txDone; (err == nil) != commit {
-				t.Fatalf("tx err = %v", err)
-			}
-		})
-	}
-}
-
-// waitLockWait polls until the check-back's fence insert is running on the
-// server (waiting for the open transaction's row lock).
-// It fails (after letting the open transaction go) if the check-back
-// returns without waiting.
-func waitLockWait(t *testing.T, d *Data, state <-chan mqclient.TransactionState) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		select {
-		case s := <-state:
-			t.Fatalf("the check-back answered %v while the transaction was open", s)
-		default:
-		}
-		var n int64
-		if err := d.db.Raw("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT IGNORE INTO tx_fence%'").
-			Scan(&n).Error; err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the check-back never waited for the open transaction")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -2,176 +2,150 @@ package data
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/fault"
 )
 
-// propTxKey is the message property naming the fence row of a
-// transactional message.
-const propTxKey = "tide_tx_key"
-
-// Fence states (tx_fence.state).
+// Fault switch names of the order service (contract.md).
 const (
-	fenceCommitted  = "committed"
-	fenceRolledBack = "rolled_back"
+	FaultCrashAfterCommit = "crash_after_commit"
+	FaultCrashAfterEffect = "crash_after_effect"
+	FaultDeliverTwice     = "deliver_twice"
 )
 
-// NewProducer starts the service's transactional producer; the broker's
-// check-backs are answered from the tx_fence table (Data.CheckTransaction).
-// cleanup shuts it down.
-//
-// TODO(txmsg): replace the hand-rolled fence with pkg/mqclient/txmsg
-// (transactional send bound to a gorm transaction, with its fence
-// check-back and outbox fallback) once its API is final.
-func NewProducer(c *conf.MQ, d *Data, logger log.Logger) (*mqclient.Producer, func(), error) {
-	var addrs []string
-	for _, a := range strings.FieldsFunc(c.GetNamesrvAddr(), func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-		addrs = append(addrs, a)
+// NewFaults returns the service's fault switches, with those the config
+// enables armed for every shot.
+func NewFaults(c *conf.Fault) *fault.Set {
+	s := fault.New(c.GetAdmin(), slog.Default().With("module", "order/fault"),
+		FaultCrashAfterCommit, FaultCrashAfterEffect, FaultDeliverTwice)
+	for name, on := range map[string]bool{FaultCrashAfterCommit: c.GetCrashAfterCommit(),
+		FaultCrashAfterEffect: c.GetCrashAfterEffect(), FaultDeliverTwice: c.GetDeliverTwice()} {
+		if on {
+			_ = s.Arm(name, 0, 0) // names are known
+		}
 	}
+	return s
+}
+
+// NameServers splits the configured NameServer list.
+func NameServers(c *conf.MQ) []string {
+	return strings.FieldsFunc(c.GetNamesrvAddr(), func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
+}
+
+// NewSender creates the order topics if missing and starts the
+// transactional sender of order events (pkg/mqclient/txmsg): every event
+// is a half message whose local transaction writes the order change and
+// the fence row; check-backs read the fence (tide_tx_fence). Its
+// after-commit crash point is the crash_after_commit fault. cleanup shuts
+// it down.
+func NewSender(c *conf.MQ, d *Data, faults *fault.Set, reg prometheus.Registerer, logger log.Logger) (*txmsg.Sender, func(), error) {
+	addrs := NameServers(c)
 	if len(addrs) == 0 {
-		return nil, nil, errors.New("data: mq namesrv_addr is empty")
+		return nil, nil, fmt.Errorf("data: mq namesrv_addr is empty")
 	}
 	group := c.GetProducerGroup()
 	if group == "" {
 		group = eventv1.GroupOrderProducer
 	}
-	opts := []mqclient.Option{
+	popts := []mqclient.Option{
 		mqclient.WithNameServers(addrs...),
-		mqclient.WithProducerGroup(group),
 		mqclient.WithTopics(eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer),
 		mqclient.WithLogger(slog.Default().With("module", "order/mq")),
+		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
 	}
 	if t := c.GetSendTimeout(); t != nil && t.AsDuration() > 0 {
-		opts = append(opts, mqclient.WithSendTimeout(t.AsDuration()))
+		popts = append(popts, mqclient.WithSendTimeout(t.AsDuration()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, opts[:1], eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
+	if err := EnsureTopics(ctx, popts[:1], eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
 		return nil, nil, fmt.Errorf("data: %w", err)
 	}
-	p, err := mqclient.NewTransactionProducer(d.CheckTransaction, opts...)
+	s, err := txmsg.New(d.db, txmsg.WithGroup(group), txmsg.WithProducerOptions(popts...), txmsg.WithRegisterer(reg),
+		txmsg.WithLogger(slog.Default().With("module", "order/txmsg")),
+		txmsg.WithHook(func(point string) {
+			if point == "after-commit" {
+				faults.Crash(FaultCrashAfterCommit, "point", "after local commit, before END_TRANSACTION")
+			}
+		}))
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: producer: %w", err)
+		return nil, nil, fmt.Errorf("data: sender: %w", err)
 	}
-	if err := p.Start(ctx); err != nil {
-		return nil, nil, fmt.Errorf("data: start producer: %w", err)
+	if err := s.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("data: start sender: %w", err)
 	}
 	h := log.NewHelper(logger)
-	return p, func() {
+	return s, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			h.Warnf("shutdown producer: %v", err)
+		if err := s.Shutdown(ctx); err != nil {
+			h.Warnf("shutdown sender: %v", err)
 		}
 	}, nil
 }
 
-// CheckTransaction answers a check-back from the fence: it inserts a
-// rolled_back marker under the message's key unless one exists. The
-// insert waits for a local transaction that already wrote the key, and a
-// marker that wins makes a later local transaction fail on the duplicate
-// key, so the answer can never contradict the database. Errors mean
-// UNKNOWN (asked again later), never COMMIT.
-func (d *Data) CheckTransaction(ctx context.Context, msg *mqclient.MessageExt) mqclient.TransactionState {
-	key := msg.Properties[propTxKey]
-	if key == "" {
-		d.log.Warnf("check-back for message %s without %s", msg.MsgID, propTxKey)
-		return mqclient.TransactionUnknown
-	}
-	db := d.db.WithContext(ctx)
-	if err := db.Exec("INSERT IGNORE INTO tx_fence (tx_key, state, created_at) VALUES (?, ?, ?)",
-		key, fenceRolledBack, time.Now().UTC()).Error; err != nil {
-		d.log.Warnf("check-back %s: %v", key, err)
-		return mqclient.TransactionUnknown
-	}
-	var state string
-	if err := db.Raw("SELECT state FROM tx_fence WHERE tx_key = ?", key).Scan(&state).Error; err != nil {
-		d.log.Warnf("check-back %s: %v", key, err)
-		return mqclient.TransactionUnknown
-	}
-	switch state {
-	case fenceCommitted:
-		return mqclient.TransactionCommit
-	case fenceRolledBack:
-		return mqclient.TransactionRollback
-	}
-	return mqclient.TransactionUnknown
-}
-
-// insertFence marks the transaction in ctx as the committer of key; it
-// fails on the duplicate key if a check-back rolled key back first.
-func (d *Data) insertFence(ctx context.Context, key string) error {
-	err := d.DB(ctx).Exec("INSERT INTO tx_fence (tx_key, state, created_at) VALUES (?, ?, ?)",
-		key, fenceCommitted, time.Now().UTC()).Error
-	if err != nil {
-		return fmt.Errorf("fence %s (rolled back by a check-back?): %w", key, err)
-	}
-	return nil
-}
-
 type eventPublisher struct {
-	data *Data
-	p    *mqclient.Producer
-	log  *log.Helper
+	data   *Data
+	s      *txmsg.Sender
+	faults *fault.Set
+	log    *log.Helper
 }
 
-// NewEventPublisher returns the biz.EventPublisher: a transactional
-// message on order-events, sharded by order id, whose local transaction
-// runs fn and writes the fence row.
-//
-// TODO(txmsg): switch to pkg/mqclient/txmsg; TODO(ordered): the sharding
-// key alone orders the events today; pkg/mqclient/ordered adds the
-// per-order version guard on the consumer side.
-func NewEventPublisher(d *Data, p *mqclient.Producer, logger log.Logger) biz.EventPublisher {
-	return &eventPublisher{data: d, p: p, log: log.NewHelper(log.With(logger, "module", "order/publisher"))}
+// NewEventPublisher returns the biz.EventPublisher: each event is a
+// transactional message on order-events (txmsg), stamped by
+// ordered.Stamp with the order id as sharding key, message key and
+// ordering key and the order's event sequence as version, so consumers
+// apply an order's events in sequence with an ordered.Guard. Its
+// transaction key is "order/<id>/<seq>": one per event.
+func NewEventPublisher(d *Data, s *txmsg.Sender, faults *fault.Set, logger log.Logger) biz.EventPublisher {
+	return &eventPublisher{data: d, s: s, faults: faults, log: log.NewHelper(log.With(logger, "module", "order/publisher"))}
 }
+
+// TxKey is the txmsg key of an order event.
+func TxKey(orderID string, seq int64) string { return fmt.Sprintf("order/%s/%d", orderID, seq) }
 
 func (e *eventPublisher) PublishInTx(ctx context.Context, ev biz.Event, fn func(ctx context.Context) error) error {
 	body, err := eventv1.Marshal(ev.Payload)
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf("%s/%s/%d", eventv1.TopicOrderEvents, ev.OrderID, ev.Seq)
-	msg := &mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev.Payload), Keys: []string{ev.OrderID},
-		ShardingKey: ev.OrderID, Body: body, Properties: map[string]string{propTxKey: key}}
-	var fnErr, txErr error
-	_, state, err := e.p.SendInTransaction(ctx, msg, func(ctx context.Context) error {
-		fnDone := false
-		txErr = e.data.InTx(ctx, func(ctx context.Context) error {
-			if err := e.data.insertFence(ctx, key); err != nil {
-				return err
-			}
-			fnErr = fn(ctx)
-			fnDone = fnErr == nil
-			return fnErr
-		})
-		if txErr != nil && fnDone {
-			// fn succeeded but COMMIT failed: it may have committed
-			// anyway, so let the check-back read the fence.
-			return fmt.Errorf("%w: commit: %w", mqclient.ErrTransactionUnknown, txErr)
-		}
-		return txErr
+	msg := ordered.Stamp(&mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev.Payload), Body: body},
+		ev.OrderID, ev.Seq)
+	key := TxKey(ev.OrderID, ev.Seq)
+	res, err := e.s.Send(ctx, msg, key, func(tx *gorm.DB) error {
+		return fn(context.WithValue(ctx, txKey{}, tx))
 	})
-	switch {
-	case fnErr != nil:
-		return fnErr
-	case txErr != nil:
-		return txErr
-	case err != nil && state == mqclient.TransactionCommit:
-		// Committed locally; only END_TRANSACTION failed. The check-back
-		// will find the fence row and commit the message.
-		e.log.WithContext(ctx).Warnf("event %s: %v", key, err)
-		return nil
+	if err != nil {
+		return err
 	}
-	return err
+	e.log.WithContext(ctx).Infow("msg", "order event committed", "topic", msg.Topic, "tag", msg.Tag,
+		"order_id", ev.OrderID, "seq", ev.Seq, "msg_id", res.MsgID)
+	if e.faults.Fire(FaultDeliverTwice) {
+		// A real second delivery: a new message (new msg id) with the same
+		// key, version and body, as a producer retry would make.
+		dup := *msg
+		res2, err := e.s.Producer().Send(ctx, &dup)
+		if err != nil {
+			e.log.WithContext(ctx).Warnw("msg", "deliver_twice: second send failed", "order_id", ev.OrderID, "err", err)
+		} else {
+			e.log.WithContext(ctx).Warnw("msg", "deliver_twice: event sent again", "order_id", ev.OrderID, "seq", ev.Seq,
+				"msg_id", res2.MsgID)
+		}
+	}
+	return nil
 }

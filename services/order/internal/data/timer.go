@@ -2,62 +2,79 @@ package data
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/delay"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/order/internal/biz"
+	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
-// timerHandle is what Recall needs of a timer message's SendResult,
-// stored as JSON in orders.cancel_timer.
-type timerHandle struct {
-	MsgID     string `json:"id"`
-	Topic     string `json:"topic"`
-	Broker    string `json:"broker"`
-	Queue     int32  `json:"queue"`
-	DeliverAt int64  `json:"at"` // Unix ms
+// NewScheduler returns the delay.Scheduler of cancellation timers, on the
+// sender's producer and an admin client (for recalls). cleanup closes both.
+func NewScheduler(c *conf.MQ, s *txmsg.Sender, reg prometheus.Registerer) (*delay.Scheduler, func(), error) {
+	a, err := mqclient.NewAdmin(mqclient.WithNameServers(NameServers(c)...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: admin: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("data: start admin: %w", err)
+	}
+	sch, err := delay.New(s.Producer(), a, delay.WithRegisterer(reg), delay.WithLogger(slog.Default().With("module", "order/delay")))
+	if err != nil {
+		a.Shutdown(ctx)
+		return nil, nil, fmt.Errorf("data: scheduler: %w", err)
+	}
+	return sch, func() {
+		sch.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		a.Shutdown(ctx)
+	}, nil
 }
 
 type cancelTimer struct {
-	p *mqclient.Producer
+	s *delay.Scheduler
 }
 
-// NewCancelTimer returns the biz.CancelTimer: an OrderCancelTimer message
-// on order-cancel-timer delivered at the deadline (Message.DeliverAt, a
-// broker timer message), recalled with Producer.Recall.
-//
-// TODO(delay): switch to pkg/mqclient/delay (cancellation timers with
-// bounds checks and chaining) once its API is final.
-func NewCancelTimer(p *mqclient.Producer) biz.CancelTimer { return &cancelTimer{p: p} }
+// NewCancelTimer returns the biz.CancelTimer on pkg/mqclient/delay: a
+// broker timer message on order-cancel-timer (key = order id, property
+// delay.PropAt = the deadline, body = OrderCancelTimer), recalled through
+// Tide's recall request. The handle is delay's Handle string.
+func NewCancelTimer(s *delay.Scheduler) biz.CancelTimer { return &cancelTimer{s: s} }
 
 func (t *cancelTimer) Schedule(ctx context.Context, orderID string, at time.Time) (string, error) {
 	body, err := eventv1.Marshal(&eventv1.OrderCancelTimer{OrderId: orderID, DueAt: timestamppb.New(at)})
 	if err != nil {
 		return "", err
 	}
-	res, err := t.p.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderCancelTimer, Tag: eventv1.TagOrderCancelTimer,
-		Keys: []string{orderID}, Body: body, DeliverAt: at})
+	h, err := t.s.Schedule(ctx, delay.Action{Topic: eventv1.TopicOrderCancelTimer, Key: orderID, At: at, Payload: body})
 	if err != nil {
-		return "", fmt.Errorf("send cancellation timer of order %s: %w", orderID, err)
-	}
-	h, err := json.Marshal(timerHandle{MsgID: res.MsgID, Topic: res.Queue.Topic, Broker: res.Queue.BrokerName,
-		Queue: res.Queue.QueueID, DeliverAt: at.UnixMilli()})
-	if err != nil {
-		return "", err
+		return "", fmt.Errorf("schedule cancellation of order %s: %w", orderID, err)
 	}
 	return string(h), nil
 }
 
 func (t *cancelTimer) Recall(ctx context.Context, handle string) error {
-	var h timerHandle
-	if err := json.Unmarshal([]byte(handle), &h); err != nil {
-		return fmt.Errorf("timer handle %q: %w", handle, err)
+	h, err := delay.ParseHandle(handle)
+	if err != nil {
+		return err
 	}
-	return t.p.Recall(ctx, &mqclient.SendResult{MsgID: h.MsgID, DeliverAt: time.UnixMilli(h.DeliverAt),
-		Queue: mqclient.Queue{Topic: h.Topic, BrokerName: h.Broker, QueueID: h.Queue}})
+	res, err := t.s.Recall(ctx, h)
+	if err != nil {
+		return err
+	}
+	if res != delay.Recalled {
+		return fmt.Errorf("recall: %s", res)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
@@ -15,7 +16,7 @@ import (
 // registers grpc.health.v1 on it.
 func NewGRPCServer(c *conf.Server, order *service.OrderService, logger log.Logger) *grpc.Server {
 	opts := []grpc.ServerOption{
-		grpc.Middleware(recovery.Recovery(), logging.Server(logger)),
+		grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger)),
 	}
 	if c.GetGrpc().GetNetwork() != "" {
 		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))

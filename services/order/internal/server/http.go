@@ -7,20 +7,26 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
+	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+
 	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/fault"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
 // NewHTTPServer returns the HTTP server: the Order API routes (written by
 // hand, as protoc-gen-go-http would generate them, so Kratos middleware and
 // error encoding apply), GET /healthz (the process runs) and GET /readyz
-// (the database and Redis answer).
-func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness, logger log.Logger) *http.Server {
+// (the database and Redis answer), GET /metrics (Prometheus: the pattern
+// packages' metrics) and, when fault.admin is on, /v1/faults.
+func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness, faults *fault.Set, reg *prometheus.Registry, logger log.Logger) *http.Server {
 	opts := []http.ServerOption{
-		http.Middleware(recovery.Recovery(), logging.Server(logger)),
+		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger)),
 	}
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
@@ -33,6 +39,9 @@ func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness,
 	}
 	srv := http.NewServer(opts...)
 	registerOrderHTTP(srv, order)
+	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// The fault API answers 403 unless fault.admin is on.
+	srv.HandlePrefix("/v1/faults", faults.Handler())
 	srv.HandleFunc("/healthz", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))

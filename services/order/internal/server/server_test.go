@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	nethttp "net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	kerrors "github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -29,6 +33,7 @@ import (
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
+	"github.com/tidemq/tide/services/order/internal/fault"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
@@ -44,6 +49,7 @@ type stack struct {
 	namesrv  string
 	httpBase string
 	grpc     orderv1.OrderClient
+	faults   *fault.Set
 
 	mu     sync.Mutex
 	events []*mqclient.MessageExt // seen on order-events
@@ -67,19 +73,30 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 	}
 	t.Cleanup(cleanup)
 	mq := &conf.MQ{NamesrvAddr: ns}
-	p, cleanup2, err := data.NewProducer(mq, d, logger)
+	reg := data.NewRegistry()
+	faults := data.NewFaults(&conf.Fault{Admin: true})
+	faults.SetExit(func(int) {}) // crash faults are tested in the fault package
+	sender, cleanup2, err := data.NewSender(mq, d, faults, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup2)
+	sch, cleanup3, err := data.NewScheduler(mq, sender, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup3)
 	oc := &conf.Order{CancelAfter: durationpb.New(cancelAfter), SweepInterval: durationpb.New(time.Second)}
-	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), d, data.NewEventPublisher(d, p, logger),
-		data.NewCancelTimer(p), oc, logger)
+	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), d, data.NewEventPublisher(d, sender, faults, logger),
+		data.NewCancelTimer(sch), oc, logger)
 	svc := service.NewOrderService(uc)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	hs := NewHTTPServer(sc, svc, d, logger)
+	cons, err := NewConsumer(mq, uc, d, faults, reg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(sc, svc, NewReadiness(d, cons), faults, reg, logger)
 	gs := NewGRPCServer(sc, svc, logger)
-	cons := NewConsumer(mq, uc, logger)
 	sw := NewSweeper(oc, uc, logger)
 
 	// Endpoint binds the listeners: resolve them before Start runs on
@@ -109,7 +126,7 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s := &stack{namesrv: ns, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn)}
+	s := &stack{namesrv: ns, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
 	waitFor(t, "HTTP /readyz", func() bool {
 		resp, err := nethttp.Get(s.httpBase + "/readyz")
 		if err != nil {
@@ -370,5 +387,160 @@ func TestServerCancelsUnpaidOrder(t *testing.T) {
 	})
 	if got, _ := s.httpGet(t, id); got.GetOrder().GetStatus() != orderv1.OrderStatus_ORDER_STATUS_CANCELLED {
 		t.Fatalf("late payment changed status to %v", got.GetOrder().GetStatus())
+	}
+}
+
+// TestServerFaultsAndMetrics: the runtime fault API, deliver_twice (each
+// order event goes out a second time with the same key, version and body
+// and the consumers' dedup drops it), and the pattern metrics on /metrics.
+func TestServerFaultsAndMetrics(t *testing.T) {
+	s := startStack(t, time.Hour)
+	put := func(path, body string) int {
+		req, _ := nethttp.NewRequest(nethttp.MethodPut, s.httpBase+path, bytes.NewBufferString(body))
+		resp, err := nethttp.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := put("/v1/faults/deliver_twice", `{"enabled":true,"count":1}`); code != 200 {
+		t.Fatalf("arm: %d", code)
+	}
+	if code := put("/v1/faults/no_such_fault", `{"enabled":true}`); code != 404 {
+		t.Fatalf("unknown fault: %d", code)
+	}
+	created, code, body := s.httpCreate(t, `{"user_id":"u-twice","items":[{"product_id":"p1","quantity":1,"unit_price":100}]}`)
+	if code != 200 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	id := created.GetOrder().GetId()
+	waitFor(t, "OrderCreated twice", func() bool { return len(s.tags(id)) == 2 })
+	s.mu.Lock()
+	var twins []*mqclient.MessageExt
+	for _, m := range s.events {
+		if m.ShardingKey == id {
+			twins = append(twins, m)
+		}
+	}
+	s.mu.Unlock()
+	a, b := twins[0], twins[1]
+	if a.MsgID == b.MsgID || !bytes.Equal(a.Body, b.Body) || a.Properties["tideOrderVersion"] != "1" ||
+		b.Properties["tideOrderVersion"] != "1" || !slices.Contains(b.Keys, id) {
+		t.Fatalf("second delivery is not a twin: %+v / %+v", a, b)
+	}
+	// The shot is used: the next order's event goes out once.
+	if !slices.Equal(statusNames(s.faults.List()), []string{"crash_after_commit=false", "crash_after_effect=false", "deliver_twice=false"}) {
+		t.Fatalf("faults after the shot: %v", s.faults.List())
+	}
+
+	// A payment delivered twice (new msg ids, same event) pays once.
+	ev := &eventv1.PaymentSucceeded{OrderId: id, Seq: 1, PaymentId: "pay-twice", Amount: 100}
+	s.publish(t, eventv1.TopicPaymentEvents, ev)
+	s.publish(t, eventv1.TopicPaymentEvents, ev)
+	waitFor(t, "PAID", func() bool {
+		got, _ := s.httpGet(t, id)
+		return got.GetOrder().GetStatus() == orderv1.OrderStatus_ORDER_STATUS_PAID
+	})
+	waitFor(t, "dedup hit", func() bool { return strings.Contains(s.metrics(t), "idempotent_dedup_hits_total") })
+	got, _ := s.httpGet(t, id)
+	n := 0
+	for _, e := range got.GetTimeline() {
+		if e.GetEvent() == eventv1.TagPaymentSucceeded {
+			n++
+		}
+	}
+	if n != 1 || len(s.tags(id)) != 3 { // OrderCreated twice, OrderPaid once
+		t.Fatalf("payment applied %d times, order-events %v", n, s.tags(id))
+	}
+	m := s.metrics(t)
+	for _, want := range []string{"tide_txmsg_sends_total", "idempotent_effects_applied_total", "go_goroutines"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func statusNames(st []fault.Status) []string {
+	var out []string
+	for _, s := range st {
+		out = append(out, fmt.Sprintf("%s=%v", s.Name, s.Enabled))
+	}
+	return out
+}
+
+func (s *stack) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := nethttp.Get(s.httpBase + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestServerTracePropagation: the W3C trace context of the HTTP request
+// that creates an order travels in its OrderCreated message's properties
+// (Kratos tracing middleware, then pkg/mqclient/tracing on the send).
+func TestServerTracePropagation(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	s := startStack(t, time.Hour)
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, _ := nethttp.NewRequest(nethttp.MethodPost, s.httpBase+"/v1/orders",
+		bytes.NewBufferString(`{"user_id":"u-trace","items":[{"product_id":"p1","quantity":1,"unit_price":5}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out orderv1.CreateOrderReply
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := protojson.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	id := out.GetOrder().GetId()
+	waitFor(t, "OrderCreated", func() bool { return len(s.tags(id)) == 1 })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.events {
+		if m.ShardingKey == id && !strings.Contains(m.Properties["traceparent"], traceID) {
+			t.Fatalf("OrderCreated properties %v lack trace %s", m.Properties, traceID)
+		}
+	}
+}
+
+// TestServerCrashAfterCommit: the fault fires once, after the order's
+// transaction committed and before END_TRANSACTION (here the exit is a
+// no-op, so the send then completes and the event is delivered once).
+func TestServerCrashAfterCommit(t *testing.T) {
+	s := startStack(t, time.Hour)
+	crashed := make(chan struct{}, 4)
+	s.faults.SetExit(func(code int) {
+		if code != fault.ExitCode {
+			t.Errorf("exit code %d", code)
+		}
+		crashed <- struct{}{}
+	})
+	req, _ := nethttp.NewRequest(nethttp.MethodPut, s.httpBase+"/v1/faults/crash_after_commit", bytes.NewBufferString(`{"enabled":true,"count":1}`))
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("arm: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	created, code, body := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1,"unit_price":1}]}`)
+	if code != 200 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if len(crashed) != 1 {
+		t.Fatalf("crash_after_commit fired %d times", len(crashed))
+	}
+	waitFor(t, "OrderCreated", func() bool { return len(s.tags(created.GetOrder().GetId())) == 1 })
+	if _, code, _ := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1,"unit_price":1}]}`); code != 200 || len(crashed) != 1 {
+		t.Fatalf("one-shot fault fired again (%d)", len(crashed))
 	}
 }

@@ -2,79 +2,46 @@ package server
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
 
+	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
-// Sweeper periodically cancels live orders past their deadline: the
-// backstop for lost cancellation timers. It is a transport.Server.
-type Sweeper struct {
-	uc       *biz.OrderUsecase
-	interval time.Duration
-	log      *log.Helper
+// Sweeper periodically cancels live orders past their deadline
+// (OrderUsecase.SweepOverdue): the backstop of the delay pattern for
+// timers that were lost (a broker that forgot them, a crash between the
+// timer and the order). It runs as a kratosmq.Loop; an interval of 0
+// disables it.
+type Sweeper struct{ *kratosmq.Task }
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// NewSweeper returns the sweeper; an interval of 0 disables it.
+// NewSweeper returns the sweeper.
 func NewSweeper(c *conf.Order, uc *biz.OrderUsecase, logger log.Logger) *Sweeper {
-	return &Sweeper{uc: uc, interval: c.GetSweepInterval().AsDuration(),
-		log: log.NewHelper(log.With(logger, "module", "order/sweeper"))}
-}
-
-// Start launches the sweep loop and returns.
-func (s *Sweeper) Start(context.Context) error {
-	if s.interval <= 0 {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.loop(ctx, s.done)
-	return nil
-}
-
-func (s *Sweeper) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	h := log.NewHelper(log.With(logger, "module", "order/sweeper"))
+	interval := c.GetSweepInterval().AsDuration()
+	return &Sweeper{kratosmq.Loop("order-sweeper", func(ctx context.Context) error {
+		if interval <= 0 {
+			<-ctx.Done()
+			return nil
 		}
-		n, err := s.uc.SweepOverdue(ctx, 100)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warnf("sweep: %v", err)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			n, err := uc.SweepOverdue(ctx, 100)
+			if err != nil && ctx.Err() == nil {
+				h.Warnf("sweep: %v", err)
+			}
+			if n > 0 {
+				h.Infof("sweep cancelled %d overdue orders", n)
+			}
 		}
-		if n > 0 {
-			s.log.Infof("sweep cancelled %d overdue orders", n)
-		}
-	}
-}
-
-// Stop ends the loop, waiting for a running sweep until ctx is done.
-func (s *Sweeper) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	})}
 }
