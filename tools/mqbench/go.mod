@@ -1,0 +1,29 @@
+module github.com/tidemq/tide/tools/mqbench
+
+go 1.26.0
+
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/nats-io/nats.go v1.55.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+)
+
+replace (
+	github.com/tidemq/tide/broker => ../../broker
+	github.com/tidemq/tide/nameserver => ../../nameserver
+	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
+	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
+	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
+)
