@@ -115,6 +115,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	b.clients = clientmgr.New(nil)
 	b.locks = queuelock.New(60*time.Second, nil)
 	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
+	b.polls.SetLimits(longpoll.Limits{Max: opts.MaxHeldPullRequests, MaxPerOwner: opts.MaxHeldPullRequestsPerConn})
 	if !opts.IsMaster() {
 		b.store.SetReadOnly(true)
 	}

@@ -152,6 +152,7 @@ var (
 	descDiskFree          = desc("disk_free_bytes", "Bytes available to the broker on the file system holding the store.")
 	descDiskUsed          = desc("disk_used_ratio", "Used fraction of the file system holding the store, as df counts it (0..1).")
 	descHeld              = desc("longpoll_held_requests", "Pull requests held waiting for messages.")
+	descHeldRefused       = desc("longpoll_refused_total", "Long-polling pulls answered SYSTEM_BUSY at once because maxHeldPullRequests (limit=broker) or maxHeldPullRequestsPerConn (limit=connection) was reached.", "limit")
 	descConns             = desc("connections", "Open client connections.")
 	descLag               = desc("consumer_lag_messages", "Messages not yet consumed by a group (broker max offset minus committed offset).", "group", "topic")
 	descDLQ               = desc("dlq_messages", "Messages in a group's dead letter queue.", "group")
@@ -177,7 +178,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStoreAppends, descStoreMessages, descStoreFlushes, descStoreFlushSeconds, descStoreCorrupt,
-		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descDiskTotal, descDiskFree, descDiskUsed, descHalfByAge, descHeld, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
+		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descDiskTotal, descDiskFree, descDiskUsed, descHalfByAge, descHeld, descHeldRefused, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
 		descHalfOldest, descChecks, descTxDecisions, descTimersPending, descTimersDelivered, descTimersRecalled, descTimerLateness,
 		descDelayPending, descDelayLateness, descReplLag, descReplLagTime} {
 		ch <- d
@@ -211,6 +212,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDiskUsed, d.usedRatio())
 	}
 	gauge(descHeld, float64(b.polls.Held()))
+	refusedTotal, refusedConn := b.polls.Refused()
+	counter(descHeldRefused, float64(refusedTotal), "broker")
+	counter(descHeldRefused, float64(refusedConn), "connection")
 	if b.server != nil {
 		gauge(descConns, float64(len(b.server.Conns())))
 	}

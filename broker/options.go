@@ -103,6 +103,10 @@ type Options struct {
 	ServerMaxInFlightPerConn        int `conf:"serverMaxInFlightPerConn"`
 	ServerMaxHeaderSize             int `conf:"serverMaxHeaderSize"`
 	ServerFrameReadTimeoutMillis    int `conf:"serverFrameReadTimeoutMillis"`
+	// Long-polling pulls held at once in the broker and per connection
+	// (0 = no bound); a pull beyond either is answered SYSTEM_BUSY at once.
+	MaxHeldPullRequests        int `conf:"maxHeldPullRequests"`
+	MaxHeldPullRequestsPerConn int `conf:"maxHeldPullRequestsPerConn"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are
@@ -149,6 +153,8 @@ func DefaultOptions() Options {
 		ServerMaxInFlightPerConn:          4096,
 		ServerMaxHeaderSize:               256 << 10,
 		ServerFrameReadTimeoutMillis:      60000,
+		MaxHeldPullRequests:               10000,
+		MaxHeldPullRequestsPerConn:        1024,
 	}
 }
 

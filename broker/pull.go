@@ -71,8 +71,8 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 	if timeout <= 0 || timeout > 25*time.Second { // the Go client gives up after 30 s
 		timeout = 20 * time.Second
 	}
-	b.polls.Hold(&longpoll.Request{
-		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset, Deadline: time.Now().Add(timeout),
+	err := b.polls.Hold(&longpoll.Request{
+		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset, Deadline: time.Now().Add(timeout), Owner: c,
 		Match: func(tagsCode int64, props []byte) bool {
 			if !f.MatchTagsCode(tagsCode) {
 				return false
@@ -89,7 +89,25 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 			}
 		},
 	})
+	if err != nil {
+		// Too many pulls held (maxHeldPullRequests[PerConn]). SYSTEM_BUSY
+		// rather than PULL_NOT_FOUND: rocketmq-client-go v2.1.2 (and Java)
+		// re-pull at once after "no new message", which would spin against
+		// a full broker, while an error code makes them wait 3 s and retry
+		// from the same offset, losing nothing.
+		b.logHeldRefused(c, err)
+		return protocol.NewResponse(req, protocol.SystemBusy, "[OVERLOAD]"+err.Error()+", try again later")
+	}
 	return nil
+}
+
+// logHeldRefused logs the first refused hold and every 1000th, so a
+// misbehaving client cannot flood the log.
+func (b *Broker) logHeldRefused(c *remoting.Conn, err error) {
+	total, conn := b.polls.Refused()
+	if n := total + conn; n == 1 || n%1000 == 0 {
+		b.log.Warn("long-polling pull refused", "conn", c.RemoteAddr(), "reason", err, "refused", n)
+	}
 }
 
 // pullFilter builds the message filter of a pull: from the request when it

@@ -45,7 +45,8 @@ func (o *Options) securityProblems() []string {
 	}
 	for k, v := range map[string]int{"serverMaxConnections": o.ServerMaxConnections,
 		"serverChannelMaxIdleTimeSeconds": o.ServerChannelMaxIdleTimeSeconds, "serverMaxInFlightPerConn": o.ServerMaxInFlightPerConn,
-		"serverMaxHeaderSize": o.ServerMaxHeaderSize, "serverFrameReadTimeoutMillis": o.ServerFrameReadTimeoutMillis} {
+		"serverMaxHeaderSize": o.ServerMaxHeaderSize, "serverFrameReadTimeoutMillis": o.ServerFrameReadTimeoutMillis,
+		"maxHeldPullRequests": o.MaxHeldPullRequests, "maxHeldPullRequestsPerConn": o.MaxHeldPullRequestsPerConn} {
 		if v < 0 {
 			errs = append(errs, fmt.Sprintf("%s %d is negative", k, v))
 		}

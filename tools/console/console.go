@@ -12,6 +12,7 @@ package console
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,14 @@ type Options struct {
 	ResendRate float64
 	// Logger receives request errors and audit records; nil: slog.Default().
 	Logger *slog.Logger
+	// Credentials sign every protocol request (brokers with aclEnable);
+	// zero: unsigned. Every console user acts with this account's rights,
+	// so give it what the console must do (admin for topic, group and
+	// half-message actions) and protect the console itself.
+	Credentials mqclient.Credentials
+	// TLS, if not nil, makes every protocol connection TLS with it
+	// (clusters with tlsEnable).
+	TLS *tls.Config
 }
 
 // DefaultOptions returns the defaults: port 8080 on every interface.
@@ -89,6 +98,9 @@ func (o Options) Validate() error {
 	}
 	if o.ResendRate <= 0 || o.ResendRate > 10000 {
 		return fmt.Errorf("%w: resend rate must be in (0, 10000]", ErrInvalidOptions)
+	}
+	if (o.Credentials.AccessKey == "") != (o.Credentials.SecretKey == "") {
+		return fmt.Errorf("%w: an access key and a secret key go together", ErrInvalidOptions)
 	}
 	for _, u := range o.ReconcileURLs {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -148,6 +160,12 @@ func New(opts Options) (*Server, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	common := []mqclient.Option{mqclient.WithNameServers(opts.NameServers...), mqclient.WithRequestTimeout(opts.RequestTimeout),
 		mqclient.WithLogger(quiet)}
+	if opts.Credentials.AccessKey != "" {
+		common = append(common, mqclient.WithCredentials(opts.Credentials))
+	}
+	if opts.TLS != nil {
+		common = append(common, mqclient.WithTLS(opts.TLS))
+	}
 	if s.admin, err = mqclient.NewAdmin(common...); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

@@ -295,6 +295,11 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad listen", func(o *console.Options) { o.ListenAddr = "x" }, false},
 		{"bad reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"order:8000"} }, false},
 		{"bad rate", func(o *console.Options) { o.ResendRate = -1 }, false},
+		{"access key without secret", func(o *console.Options) { o.Credentials.AccessKey = "consoleAdmin" }, false},
+		{"secret without access key", func(o *console.Options) { o.Credentials.SecretKey = "consoleSecret" }, false},
+		{"credentials", func(o *console.Options) {
+			o.Credentials.AccessKey, o.Credentials.SecretKey = "consoleAdmin", "consoleSecret"
+		}, true},
 	} {
 		o := console.DefaultOptions()
 		o.NameServers = []string{"127.0.0.1:9876"}

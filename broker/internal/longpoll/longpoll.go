@@ -6,6 +6,8 @@
 package longpoll
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +30,9 @@ type Request struct {
 	// Resume answers the pull; timedOut tells whether the deadline fired.
 	// It is called exactly once, on its own goroutine.
 	Resume func(timedOut bool)
+	// Owner, if not nil, is what the per-owner limit counts by (the
+	// broker passes the connection). It must be comparable.
+	Owner any
 
 	done  atomic.Bool
 	timer *time.Timer
@@ -41,8 +46,36 @@ func (r *Request) finish(s *Service, timedOut bool) {
 		r.timer.Stop()
 	}
 	s.held.Add(-1)
+	if r.Owner != nil {
+		s.mu.Lock()
+		if n := s.owners[r.Owner] - 1; n > 0 {
+			s.owners[r.Owner] = n
+		} else {
+			delete(s.owners, r.Owner)
+		}
+		s.mu.Unlock()
+	}
 	go r.Resume(timedOut)
 }
+
+// Limits bound the requests held at once; zero means no bound.
+type Limits struct {
+	// Max is the number of requests held in the whole service.
+	Max int
+	// MaxPerOwner is the number of requests held for one Request.Owner.
+	MaxPerOwner int
+}
+
+// ErrFull is returned by Hold when a limit is reached; wrapped errors
+// name the limit (ErrFullTotal or ErrFullOwner).
+var ErrFull = errors.New("longpoll: too many held pull requests")
+
+var (
+	// ErrFullTotal: the service holds Limits.Max requests.
+	ErrFullTotal = fmt.Errorf("%w in the broker", ErrFull)
+	// ErrFullOwner: the owner holds Limits.MaxPerOwner requests.
+	ErrFullOwner = fmt.Errorf("%w on this connection", ErrFull)
+)
 
 // Service is the set of held requests. It is safe for concurrent use.
 type Service struct {
@@ -50,10 +83,15 @@ type Service struct {
 
 	mu     sync.Mutex
 	queues map[string][]*Request
+	owners map[any]int // held requests by Request.Owner
+	limits Limits
 	closed bool
 	held   atomic.Int64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// refusedTotal and refusedOwner count Holds refused by each limit.
+	refusedTotal atomic.Int64
+	refusedOwner atomic.Int64
+	stop         chan struct{}
+	wg           sync.WaitGroup
 }
 
 func key(topic string, queueID int32) string {
@@ -64,7 +102,7 @@ func key(topic string, queueID int32) string {
 // (next free offset) for the periodic re-check, which runs every
 // checkInterval (5 s in RocketMQ).
 func New(maxOffset func(topic string, queueID int32) int64, checkInterval time.Duration) *Service {
-	s := &Service{maxOffset: maxOffset, queues: map[string][]*Request{}, stop: make(chan struct{})}
+	s := &Service{maxOffset: maxOffset, queues: map[string][]*Request{}, owners: map[any]int{}, stop: make(chan struct{})}
 	if checkInterval <= 0 {
 		checkInterval = 5 * time.Second
 	}
@@ -73,22 +111,49 @@ func New(maxOffset func(topic string, queueID int32) int64, checkInterval time.D
 	return s
 }
 
+// SetLimits sets the bounds checked by later Holds; requests already
+// held stay. Safe to call at any time.
+func (s *Service) SetLimits(l Limits) {
+	s.mu.Lock()
+	s.limits = l
+	s.mu.Unlock()
+}
+
 // Held returns the number of requests currently held.
 func (s *Service) Held() int64 { return s.held.Load() }
 
+// Refused returns how many Holds were refused by Limits.Max (total) and
+// by Limits.MaxPerOwner (owner) since New.
+func (s *Service) Refused() (total, owner int64) {
+	return s.refusedTotal.Load(), s.refusedOwner.Load()
+}
+
 // Hold parks r until a matching message arrives or r.Deadline passes. If
 // the service is closed, or a message already arrived, r resumes at once.
-func (s *Service) Hold(r *Request) {
+// If a limit is reached it returns an error wrapping ErrFull without
+// holding r: r.Resume is then never called and the caller answers the
+// request itself. Hold never blocks on other requests.
+func (s *Service) Hold(r *Request) error {
 	s.mu.Lock()
 	if s.closed {
+		s.count(r)
 		s.mu.Unlock()
-		s.held.Add(1)
 		r.finish(s, true)
-		return
+		return nil
+	}
+	if s.limits.Max > 0 && s.held.Load() >= int64(s.limits.Max) {
+		s.mu.Unlock()
+		s.refusedTotal.Add(1)
+		return ErrFullTotal
+	}
+	if r.Owner != nil && s.limits.MaxPerOwner > 0 && s.owners[r.Owner] >= s.limits.MaxPerOwner {
+		s.mu.Unlock()
+		s.refusedOwner.Add(1)
+		return ErrFullOwner
 	}
 	k := key(r.Topic, r.QueueID)
 	s.queues[k] = append(s.queues[k], r)
-	s.held.Add(1)
+	s.count(r)
 	// Set under the lock: the timer's func takes it too (in remove) before
 	// finish reads r.timer.
 	r.timer = time.AfterFunc(time.Until(r.Deadline), func() { s.expire(k, r) })
@@ -98,6 +163,16 @@ func (s *Service) Hold(r *Request) {
 	if s.maxOffset != nil && s.maxOffset(r.Topic, r.QueueID) > r.Offset {
 		s.remove(k, r)
 		r.finish(s, false)
+	}
+	return nil
+}
+
+// count adds r to the held counts; s.mu must be held. Counting under the
+// lock makes the limit checks in Hold exact (finish decrements later).
+func (s *Service) count(r *Request) {
+	s.held.Add(1)
+	if r.Owner != nil {
+		s.owners[r.Owner]++
 	}
 }
 

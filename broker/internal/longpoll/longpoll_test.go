@@ -1,6 +1,7 @@
 package longpoll
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,5 +99,67 @@ func TestServiceCloseResumesAll(t *testing.T) {
 	s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Resume: res2})
 	if !wait(t, ch2) {
 		t.Fatal("hold after close must resume at once")
+	}
+}
+
+func TestServiceLimits(t *testing.T) {
+	tests := []struct {
+		name    string
+		limits  Limits
+		owners  []any // owner of each request, in order
+		refused []error
+	}{
+		{"total", Limits{Max: 2}, []any{"a", "b", "c"}, []error{nil, nil, ErrFullTotal}},
+		{"per owner", Limits{Max: 10, MaxPerOwner: 1}, []any{"a", "a", "b"}, []error{nil, ErrFullOwner, nil}},
+		{"no owner skips per-owner", Limits{MaxPerOwner: 1}, []any{nil, nil}, []error{nil, nil}},
+		{"unbounded", Limits{}, []any{"a", "a", "a"}, []error{nil, nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(func(string, int32) int64 { return 0 }, time.Hour)
+			defer s.Close()
+			s.SetLimits(tt.limits)
+			var wantTotal, wantOwner int64
+			for i, o := range tt.owners {
+				err := s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Owner: o, Resume: func(bool) {}})
+				if err != tt.refused[i] {
+					t.Fatalf("hold %d: err = %v, want %v", i, err, tt.refused[i])
+				}
+				switch tt.refused[i] {
+				case ErrFullTotal:
+					wantTotal++
+				case ErrFullOwner:
+					wantOwner++
+				}
+			}
+			if gotT, gotO := s.Refused(); gotT != wantTotal || gotO != wantOwner {
+				t.Fatalf("refused = %d, %d; want %d, %d", gotT, gotO, wantTotal, wantOwner)
+			}
+		})
+	}
+}
+
+func TestServiceLimitFreedOnResume(t *testing.T) {
+	var max atomic.Int64
+	s := New(func(string, int32) int64 { return max.Load() }, time.Hour)
+	defer s.Close()
+	s.SetLimits(Limits{Max: 5, MaxPerOwner: 1})
+	res, ch := resumeChan()
+	if err := s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Owner: "c", Resume: res}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(&Request{Topic: "t", Deadline: time.Now().Add(time.Hour), Owner: "c", Resume: func(bool) {}}); !errors.Is(err, ErrFull) {
+		t.Fatalf("second hold: err = %v, want ErrFull", err)
+	}
+	max.Store(1)
+	s.Notify("t", 0, 1, 0, nil)
+	wait(t, ch)
+	res2, ch2 := resumeChan()
+	if err := s.Hold(&Request{Topic: "t", Offset: 1, Deadline: time.Now().Add(time.Hour), Owner: "c", Resume: res2}); err != nil {
+		t.Fatalf("hold after resume: %v", err)
+	}
+	s.Close()
+	if !wait(t, ch2) {
+		t.Fatal("close should resume as timed out")
 	}
 }

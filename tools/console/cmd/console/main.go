@@ -3,7 +3,9 @@
 //	console -n namesrv:9876[;namesrv2:9876] [-listen :8080] [-reconcile http://order:8000,...]
 //
 // Every flag has an environment variable (NAMESRV_ADDR, CONSOLE_LISTEN,
-// CONSOLE_ORDER_TOPICS, CONSOLE_RECONCILE_URLS); flags win. SIGINT or
+// CONSOLE_ORDER_TOPICS, CONSOLE_RECONCILE_URLS, CONSOLE_ACCESS_KEY,
+// CONSOLE_SECRET_KEY); flags win. -tls, -tls-ca, -tls-cert/-tls-key and
+// -tls-server-name connect to a TLS cluster. SIGINT or
 // SIGTERM shut it down gracefully. -healthcheck host:port probes a running
 // console (the images are FROM scratch: no curl).
 package main
@@ -22,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/tools/console"
 )
 
@@ -59,6 +63,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	timeout := fs.Duration("timeout", d.RequestTimeout, "timeout of each protocol request")
 	sample := fs.Duration("sample", d.SampleInterval, "TPS sampling interval (negative: off)")
 	rate := fs.Float64("resend-rate", d.ResendRate, "maximum dead letter resends per second")
+	accessKey := fs.String("access-key", env("CONSOLE_ACCESS_KEY", ""), "ACL access key signing every request ($CONSOLE_ACCESS_KEY)")
+	secretKey := fs.String("secret-key", env("CONSOLE_SECRET_KEY", ""), "ACL secret key ($CONSOLE_SECRET_KEY; prefer the variable, flags show in ps)")
+	useTLS := fs.Bool("tls", false, "connect to NameServers and brokers over TLS (implied by the other -tls-* flags)")
+	tlsCA := fs.String("tls-ca", "", "PEM `file` of the CA(s) to trust instead of the system roots")
+	tlsCert := fs.String("tls-cert", "", "client certificate PEM `file`, for brokers with tlsClientAuth")
+	tlsKey := fs.String("tls-key", "", "client key PEM `file` (with -tls-cert)")
+	tlsServerName := fs.String("tls-server-name", "", "`name` to verify in server certificates (default: the dialled host)")
 	healthcheck := fs.String("healthcheck", "", "probe a console at `host:port` (GET /healthz) and exit 0 if it answers (container healthchecks)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,10 +81,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	var err error
 	o := d
 	o.NameServers = split(*namesrv, ";")
 	o.ListenAddr, o.OrderTopics, o.ReconcileURLs = *listen, split(*topics, ","), split(*reconcile, ",")
 	o.RequestTimeout, o.SampleInterval, o.ResendRate, o.Logger = *timeout, *sample, *rate, logger
+	o.Credentials = mqclient.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}
+	if *useTLS || *tlsCA != "" || *tlsCert != "" || *tlsKey != "" || *tlsServerName != "" {
+		if (*tlsCert == "") != (*tlsKey == "") {
+			return errors.New("-tls-cert and -tls-key go together")
+		}
+		if o.TLS, err = remoting.ClientTLSFiles(*tlsCA, *tlsCert, *tlsKey, *tlsServerName); err != nil {
+			return err
+		}
+	}
 	s, err := console.New(o)
 	if err != nil {
 		return err

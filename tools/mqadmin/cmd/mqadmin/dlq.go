@@ -207,8 +207,12 @@ func runDLQResend(ctx context.Context, e *cli, args []string) error {
 	}
 	var p *mqclient.Producer
 	if !*dry {
-		p, err = mqclient.NewProducer(co.clientOptions(mqclient.WithProducerGroup("TOOLS_PRODUCER"), mqclient.WithSendTimeout(co.timeout),
-			mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))...)
+		opts, err := co.clientOptions(mqclient.WithProducerGroup("TOOLS_PRODUCER"), mqclient.WithSendTimeout(co.timeout),
+			mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))
+		if err != nil {
+			return err
+		}
+		p, err = mqclient.NewProducer(opts...)
 		if err != nil {
 			return err
 		}

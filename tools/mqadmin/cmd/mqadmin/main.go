@@ -158,7 +158,7 @@ func (e *cli) help() {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stderr, "\nCommon flags: -n namesrvAddr (default $NAMESRV_ADDR), --json, --timeout.\n")
+	fmt.Fprintf(e.stderr, "\nCommon flags: -n namesrvAddr (default $NAMESRV_ADDR), --json, --timeout,\n--access-key/--secret-key (default $TIDE_ACCESS_KEY/$TIDE_SECRET_KEY), --tls, --tls-ca, --tls-cert/--tls-key.\n")
 }
 
 // common are the flags every subcommand that talks to a cluster has.
@@ -166,6 +166,7 @@ type common struct {
 	namesrv string
 	json    bool
 	timeout time.Duration
+	sec     security
 }
 
 // flags returns a FlagSet for name with the common flags registered.
@@ -176,6 +177,7 @@ func (e *cli) flags(name, usage string) (*flag.FlagSet, *common) {
 	fs.StringVar(&co.namesrv, "n", e.getenv("NAMESRV_ADDR"), "NameServer addresses, `host:port[;host:port]` (default $NAMESRV_ADDR)")
 	fs.BoolVar(&co.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&co.timeout, "timeout", 5*time.Second, "timeout of each request")
+	co.sec.register(fs, e.getenv)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: mqadmin %s %s\n", name, usage)
 		fs.PrintDefaults()
@@ -213,7 +215,11 @@ func (e *cli) admin(ctx context.Context, co *common) (*mqclient.Admin, error) {
 	if strings.TrimSpace(co.namesrv) == "" {
 		return nil, usagef("-n namesrvAddr is required (or set NAMESRV_ADDR)")
 	}
-	a, err := mqclient.NewAdmin(co.clientOptions()...)
+	opts, err := co.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	a, err := mqclient.NewAdmin(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -223,12 +229,19 @@ func (e *cli) admin(ctx context.Context, co *common) (*mqclient.Admin, error) {
 	return a, nil
 }
 
-func (co *common) clientOptions(extra ...mqclient.Option) []mqclient.Option {
-	return append([]mqclient.Option{
+// clientOptions are the options of every client of a run: NameServers,
+// timeout, credentials and TLS, then extra.
+func (co *common) clientOptions(extra ...mqclient.Option) ([]mqclient.Option, error) {
+	sec, err := co.sec.options()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]mqclient.Option{
 		mqclient.WithNameServers(co.namesrv),
 		mqclient.WithRequestTimeout(co.timeout),
 		mqclient.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-	}, extra...)
+	}, sec...)
+	return append(opts, extra...), nil
 }
 
 func shutdown(s interface{ Shutdown(context.Context) error }) {

@@ -193,7 +193,11 @@ func newPuller(ctx context.Context, co *common) (*mqclient.PullConsumer, error) 
 	if strings.TrimSpace(co.namesrv) == "" {
 		return nil, usagef("-n namesrvAddr is required (or set NAMESRV_ADDR)")
 	}
-	pc, err := mqclient.NewPullConsumer(toolsGroup, co.clientOptions(mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))...)
+	opts, err := co.clientOptions(mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	pc, err := mqclient.NewPullConsumer(toolsGroup, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -266,8 +270,12 @@ func runSendMessage(ctx context.Context, e *cli, args []string) error {
 	if strings.TrimSpace(co.namesrv) == "" {
 		return usagef("-n namesrvAddr is required (or set NAMESRV_ADDR)")
 	}
-	p, err := mqclient.NewProducer(co.clientOptions(mqclient.WithProducerGroup(*group), mqclient.WithSendTimeout(co.timeout),
-		mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))...)
+	opts, err := co.clientOptions(mqclient.WithProducerGroup(*group), mqclient.WithSendTimeout(co.timeout),
+		mqclient.WithInstanceName(fmt.Sprintf("mqadmin-%d", os.Getpid())))
+	if err != nil {
+		return err
+	}
+	p, err := mqclient.NewProducer(opts...)
 	if err != nil {
 		return err
 	}
