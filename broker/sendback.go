@@ -68,6 +68,16 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 	if maxTimes < 0 || req.Version < protocol.VersionV3_4_9 {
 		maxTimes = group.RetryMaxTimes
 	}
+	// RocketMQ creates the group's retry topic on every send-back, even one
+	// that goes straight to the DLQ: tools that resend a dead letter to
+	// %RETRY%<group> then find a registered route.
+	retry, created, err := b.topics.CreateSystem(topic.RetryTopic(h.Group), group.RetryQueueNums, protocol.PermRead|protocol.PermWrite)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "create retry topic: %v", err)
+	}
+	if created {
+		b.registry.Trigger()
+	}
 	toDLQ := orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0
 	if toDLQ {
 		dlq, created, err := b.topics.CreateSystem(topic.DLQTopic(h.Group), 1, protocol.PermRead|protocol.PermWrite)
@@ -81,13 +91,6 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 		b.log.Warn("message moved to the dead letter queue", "group", h.Group, "topic", orig.Topic, "msgId", orig.MsgID(),
 			"reconsumeTimes", orig.ReconsumeTimes, "max", maxTimes)
 	} else {
-		retry, created, err := b.topics.CreateSystem(topic.RetryTopic(h.Group), group.RetryQueueNums, protocol.PermRead|protocol.PermWrite)
-		if err != nil {
-			return b.errorResponse(c, req, protocol.SystemError, "create retry topic: %v", err)
-		}
-		if created {
-			b.registry.Trigger()
-		}
 		m.Topic, m.QueueID = retry.TopicName, rand.Int32N(retry.WriteQueueNums)
 		level := h.DelayLevel
 		if level == 0 {

@@ -159,6 +159,13 @@ func newFixture(t *testing.T) *fixture {
 	sb := protocol.ConsumerSendMsgBackRequestHeader{Offset: commitLogOffset(t, f.created.OffsetMsgID), Group: "payment-service",
 		DelayLevel: -1, OriginMsgID: f.created.MsgID, OriginTopic: "order-events", MaxReconsumeTimes: -1}
 	invoke(protocol.NewRequest(protocol.ConsumerSendMsgBack, sb.Encode(), nil))
+	// The send-back created %RETRY%payment-service (one queue) on that
+	// broker; its registration reaches the NameServer asynchronously, and a
+	// resend before it would use the auto-creation template's route (more
+	// queues than the topic has) and be refused, as RocketMQ's broker does.
+	if err := admin.WaitTopic(ctx, "%RETRY%payment-service"); err != nil {
+		t.Fatal(err)
+	}
 	// inventory-service failed OrderPaid once: a retry one second later.
 	sb = protocol.ConsumerSendMsgBackRequestHeader{Offset: commitLogOffset(t, f.paid.OffsetMsgID), Group: "inventory-service",
 		DelayLevel: 1, OriginMsgID: f.paid.MsgID, OriginTopic: "order-events", MaxReconsumeTimes: -1}
