@@ -19,14 +19,16 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// Buffer sizes of the per-connection reader and writer. Frames larger than
-// the buffers bypass them.
 const (
-	readBufferSize  = 32 << 10
-	writeBufferSize = 32 << 10
+	// readBufferSize is the size of the per-connection read buffer.
+	readBufferSize = 32 << 10
 	// maxPooledFrame: encode buffers that grew beyond this are dropped
 	// instead of pooled, so one huge response does not pin memory.
 	maxPooledFrame = 1 << 20
+	// maxQueuedBytes bounds the frames waiting behind a write in progress
+	// on one connection; writers beyond it block until that write ends
+	// (backpressure). A single larger frame is still admitted alone.
+	maxQueuedBytes = 4 << 20
 )
 
 var connIDs atomic.Uint64
@@ -53,8 +55,8 @@ type connConfig struct {
 // Conn is one connection, accepted by a Server or dialled by a Client. Both
 // ends are symmetric: either side may send requests (Invoke,
 // InvokeOneway) and serve the other's (handlers). All methods are safe for
-// concurrent use. Writes are serialised and coalesced; one goroutine per
-// connection reads frames and dispatches them.
+// concurrent use. Writes are ordered and coalesced (see writeQueue); one
+// goroutine per connection reads frames and dispatches them.
 type Conn struct {
 	id  uint64
 	nc  net.Conn
@@ -63,11 +65,7 @@ type Conn struct {
 	ctx    context.Context // cancelled on close; parent of handler contexts
 	cancel context.CancelFunc
 
-	// write side
-	wmu      sync.Mutex
-	bw       *bufio.Writer
-	werr     error        // sticky write error, guarded by wmu
-	nwaiters atomic.Int32 // writers queued on wmu: the last one flushes
+	wq writeQueue // write side
 
 	inflight atomic.Int32 // handlers running for this connection
 
@@ -82,16 +80,17 @@ type Conn struct {
 
 func newConn(nc net.Conn, cfg *connConfig) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Conn{
+	c := &Conn{
 		id:      connIDs.Add(1),
 		nc:      nc,
 		cfg:     cfg,
 		ctx:     ctx,
 		cancel:  cancel,
-		bw:      bufio.NewWriterSize(nc, writeBufferSize),
 		futures: map[int32]*future{},
 		done:    make(chan struct{}),
 	}
+	c.wq.init(nc)
+	return c
 }
 
 // ID returns a process-unique connection number (for logs and maps).
@@ -130,13 +129,17 @@ func (c *Conn) String() string {
 
 // Close closes the connection. Pending Invoke calls fail with ErrClosed and
 // pending InvokeAsync callbacks are called with it; handler contexts are
-// cancelled. Close is idempotent; it does not wait for running handlers.
+// cancelled. Frames whose write has not completed when Close is called may
+// or may not reach the peer; their senders (Invoke, InvokeOneway, Reply...)
+// get an error wrapping ErrClosed unless the write completed. Later writes
+// fail at once. Close is idempotent and safe for concurrent use; it does not
+// wait for running handlers or for a write in progress.
 func (c *Conn) Close() error {
 	return c.closeWith(ErrClosed)
 }
 
-// closeWith closes the connection once, recording cause. It never takes wmu,
-// so writers may call it.
+// closeWith closes the connection once, recording cause. Writers may call
+// it: it takes the write queue's lock only briefly, never across I/O.
 func (c *Conn) closeWith(cause error) error {
 	c.mu.Lock()
 	if c.futures == nil {
@@ -146,6 +149,7 @@ func (c *Conn) closeWith(cause error) error {
 	if !errors.Is(cause, ErrClosed) {
 		cause = fmt.Errorf("%w: %w", ErrClosed, cause)
 	}
+	c.wq.fail(cause) // queued frames are not written after this
 	pending := c.futures
 	c.futures = nil
 	c.closeErr = cause
@@ -337,7 +341,9 @@ func (c *Conn) InvokeOneway(ctx context.Context, req *protocol.Command) error {
 // Reply sends resp as the response to req: it sets resp's Opaque to
 // req's and its response flag. It does nothing for a request with the
 // oneway flag bit. Handlers that return nil use it to answer later (long
-// polling); resp belongs to the transport afterwards.
+// polling); resp belongs to the transport afterwards. Like every write, it
+// blocks until the frame is written or has failed (package doc,
+// Concurrency); a failed write closes the connection.
 func (c *Conn) Reply(req, resp *protocol.Command) error {
 	if req.IsOneway() {
 		return nil
@@ -351,9 +357,8 @@ func (c *Conn) Reply(req, resp *protocol.Command) error {
 
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// send encodes cmd and writes it. It returns once the frame is written or
-// handed to a writer queued behind this one that will flush it. It blocks
-// at most about WriteTimeout per queued writer.
+// send encodes cmd and writes it (see writeQueue.write for blocking and
+// errors). A write error closes the connection.
 func (c *Conn) send(cmd *protocol.Command) error {
 	bp := framePool.Get().(*[]byte)
 	frame, err := cmd.AppendFrame((*bp)[:0])
@@ -362,6 +367,7 @@ func (c *Conn) send(cmd *protocol.Command) error {
 		return fmt.Errorf("remoting: encode code %d: %w", cmd.Code, err)
 	}
 	err = c.write(frame)
+	// write returned, so no batch refers to frame any more.
 	if cap(frame) <= maxPooledFrame {
 		*bp = frame[:0]
 		framePool.Put(bp)
@@ -369,39 +375,15 @@ func (c *Conn) send(cmd *protocol.Command) error {
 	return err
 }
 
-// write appends a frame to the connection's buffer under wmu. Coalescing:
-// a writer that sees other writers queued behind it leaves the flush to the
-// last of them, so a burst of responses goes out in few syscalls.
+// write writes one encoded frame in order with the connection's other
+// frames and returns once it is written or has failed.
 func (c *Conn) write(frame []byte) error {
-	err := c.writeLocked(frame)
-	if err != nil {
-		// Outside wmu: close hooks may want to write elsewhere.
+	failed, err := c.wq.write(frame, c.cfg.writeTimeout)
+	if failed {
+		c.cfg.log.Debug("remoting: write failed, closing", "conn", c, "err", err)
 		c.closeWith(err)
 	}
 	return err
-}
-
-func (c *Conn) writeLocked(frame []byte) error {
-	c.nwaiters.Add(1)
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.nwaiters.Add(-1)
-	if c.werr != nil {
-		return c.werr
-	}
-	if c.cfg.writeTimeout > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.writeTimeout))
-	}
-	_, err := c.bw.Write(frame)
-	if err == nil && c.nwaiters.Load() == 0 {
-		err = c.bw.Flush()
-	}
-	if err != nil {
-		c.werr = fmt.Errorf("%w: write to %s: %w", ErrClosed, c.nc.RemoteAddr(), err)
-		c.cfg.log.Debug("remoting: write failed, closing", "conn", c, "err", err)
-		return c.werr
-	}
-	return nil
 }
 
 // ---- reading and dispatch ----

@@ -27,11 +27,20 @@
 // Server, Client and Conn are safe for concurrent use. Each connection has
 // one reader goroutine; every request runs its handler in a goroutine of its
 // own, bounded per connection and per Server (or Client). Writes on a
-// connection are serialised and coalesced: a burst of responses goes out in
-// few syscalls. Invoke blocks until the response arrives or its context is
-// done; InvokeAsync and InvokeOneway block only for the write. Writes are
-// bounded by WriteTimeout; a peer that stops reading has its connection
-// closed.
+// connection are ordered and coalesced without a lock held across I/O and
+// without a writer goroutine: the caller that finds the connection idle
+// writes its frame itself; frames sent while a write is in progress queue
+// up, and the first of them writes the whole queue in one syscall (writev
+// on TCP, one copied buffer on TLS) when that write ends. Every call that
+// writes (Invoke, InvokeAsync, InvokeOneway, Reply) returns only once its
+// frame is written or has failed, so a failed write fails that call, and
+// frames of calls that follow one another go out in that order. A write
+// waits for at most the write in progress and its own batch, each bounded
+// by WriteTimeout (a peer that stops reading has its connection closed,
+// failing the queued frames too), plus, when 4 MiB are already queued, the
+// time until they are taken (backpressure). Invoke blocks until the
+// response arrives or its context is done; InvokeAsync and InvokeOneway
+// block only for the write.
 //
 // # Ownership
 //
@@ -51,8 +60,10 @@
 // connection and waits for the connection goroutines and OnDisconnect hooks;
 // Serve then returns nil. Client.Close and Conn.Close fail every pending
 // call with an error wrapping ErrClosed (each InvokeAsync callback is
-// called once with it) and cancel the contexts of running handlers;
-// Client.Close waits for its reader goroutines, not for handlers. A Client
+// called once with it) and cancel the contexts of running handlers. Frames
+// still queued fail with that error and later writes fail at once; a write
+// already in progress completes or fails on its own (its frame may or may
+// not reach the peer). Client.Close waits for its reader goroutines, not for handlers. A Client
 // redials an address on the next call after its connection closed.
 //
 // # Limits and TLS

@@ -1,0 +1,185 @@
+package remoting
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// writeQueue orders and coalesces the frame writes of one connection
+// without a goroutine of its own and without holding a lock across I/O.
+//
+// Whoever writes while no write is in progress writes its frame at once
+// (one syscall, no handoff). Frames written meanwhile join the pending
+// batch; when the write in progress ends, the first writer of that batch
+// (its leader) is woken and writes the whole batch in one syscall (writev
+// on TCP, one buffer otherwise, e.g. TLS), then hands over to the next
+// batch. So each caller performs at most one write, the lock guards only
+// the queue, and under load a syscall carries many frames.
+//
+// Contract of write: safe for concurrent use; frames go out in the order
+// their write calls entered the queue; it blocks until the frame is
+// written or has failed, that is for the write in progress plus the
+// caller's own batch, each bounded by the write timeout, plus any time
+// spent waiting for room when maxQueuedBytes are already pending
+// (backpressure). The caller keeps ownership of frame and may reuse it
+// once write returns. After a write fails, or after fail is called (on
+// close), every queued and later frame fails with the same error wrapping
+// ErrClosed.
+type writeQueue struct {
+	nc       net.Conn
+	vectored bool // nc writes net.Buffers with writev
+
+	mu      sync.Mutex
+	room    sync.Cond // signalled when pending is taken or err is set
+	busy    bool      // a write is in progress
+	pending *writeBatch
+	queued  int   // bytes in pending
+	err     error // sticky; set once
+}
+
+// writeBatch is frames queued behind a write in progress. Its fields other
+// than bufs are written before turn or done is closed and read after.
+type writeBatch struct {
+	bufs [][]byte
+	err  error
+	turn chan struct{} // closed when the leader may write (or err is set)
+	done chan struct{} // closed when the batch is written or failed
+}
+
+func (q *writeQueue) init(nc net.Conn) {
+	q.nc = nc
+	q.room.L = &q.mu
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		q.vectored = true
+	}
+}
+
+// write writes frame; see writeQueue. failed reports that this call's own
+// I/O failed, so the caller should close the connection; err is then the
+// error every other frame of the connection fails with too.
+func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, err error) {
+	q.mu.Lock()
+	for q.err == nil && q.pending != nil && q.queued+len(frame) > maxQueuedBytes {
+		q.room.Wait()
+	}
+	if q.err != nil {
+		err := q.err
+		q.mu.Unlock()
+		return false, err
+	}
+	if !q.busy {
+		q.busy = true
+		q.mu.Unlock()
+		return q.release(q.writeOut(timeout, frame, nil))
+	}
+	b := q.pending
+	lead := b == nil
+	if lead {
+		b = &writeBatch{bufs: make([][]byte, 0, 8), turn: make(chan struct{}), done: make(chan struct{})}
+		q.pending = b
+	}
+	b.bufs = append(b.bufs, frame)
+	q.queued += len(frame)
+	q.mu.Unlock()
+	if !lead {
+		<-b.done
+		return false, b.err
+	}
+	<-b.turn
+	if b.err != nil {
+		return false, b.err
+	}
+	// release detached b from pending before closing turn: nobody
+	// appends to it any more, and this goroutine now owns the write.
+	werr := q.writeOut(timeout, nil, b.bufs)
+	if werr != nil {
+		q.mu.Lock()
+		if q.err == nil {
+			q.err = werr
+		}
+		b.err = q.err
+		q.mu.Unlock()
+	}
+	close(b.done)
+	return q.release(werr)
+}
+
+// writeOut writes one frame or a batch of frames. Only the writer holding
+// busy calls it.
+func (q *writeQueue) writeOut(timeout time.Duration, frame []byte, bufs [][]byte) error {
+	if timeout > 0 {
+		_ = q.nc.SetWriteDeadline(time.Now().Add(timeout))
+	}
+	var err error
+	switch {
+	case frame != nil:
+		_, err = q.nc.Write(frame)
+	case len(bufs) == 1:
+		_, err = q.nc.Write(bufs[0])
+	case q.vectored:
+		v := net.Buffers(bufs)
+		_, err = v.WriteTo(q.nc)
+	default:
+		// TLS and other wrappers write net.Buffers one by one: copy into
+		// one buffer so a batch is one write (and few TLS records). The
+		// buffer is pooled, not kept, so idle connections hold none.
+		bp := framePool.Get().(*[]byte)
+		flat := (*bp)[:0]
+		for _, f := range bufs {
+			flat = append(flat, f...)
+		}
+		_, err = q.nc.Write(flat)
+		if cap(flat) <= maxPooledFrame {
+			*bp = flat[:0]
+			framePool.Put(bp)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: write to %s: %w", ErrClosed, q.nc.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// release ends the write of the goroutine holding busy: it records werr,
+// then hands the pending batch to its leader, or fails it if the queue has
+// failed. It returns werr (or the sticky error) and whether werr was this
+// write's own failure.
+func (q *writeQueue) release(werr error) (bool, error) {
+	q.mu.Lock()
+	if werr != nil && q.err == nil {
+		q.err = werr
+	}
+	ferr := q.err
+	next := q.pending
+	q.pending, q.queued = nil, 0
+	if next == nil || ferr != nil {
+		q.busy = false
+	}
+	q.room.Broadcast()
+	q.mu.Unlock()
+	if next != nil {
+		if ferr != nil {
+			next.err = ferr
+			close(next.done)
+		}
+		close(next.turn) // the leader writes, or sees next.err
+	}
+	if werr != nil {
+		return true, ferr
+	}
+	return false, nil
+}
+
+// fail makes queued and later writes fail with err (the connection is
+// closing). A write in progress is left to finish or fail on its own.
+func (q *writeQueue) fail(err error) {
+	q.mu.Lock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.room.Broadcast()
+	q.mu.Unlock()
+}
