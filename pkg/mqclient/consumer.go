@@ -36,9 +36,12 @@ const (
 //
 // Delivery is at least once. A message is redelivered (a duplicate) only
 // when its handler had not returned before the consumer crashed or lost the
-// queue while Shutdown's context expired, or when the broker's retry
-// redelivers it. Committed offsets never pass a message whose handler has
-// not returned successfully (or sent it back).
+// queue while Shutdown's context expired, when its queue moved while a
+// lower offset of it was still unfinished, or when the broker's retry
+// redelivers it (see the package doc). Committed offsets never pass a
+// message whose handler has not returned successfully (or sent it back),
+// and never move back: a queue's commits are serialised and end with the
+// final one made before its lock is released.
 //
 // Subscribe before Start. All methods are safe for concurrent use.
 type PushConsumer struct {
@@ -50,6 +53,12 @@ type PushConsumer struct {
 	mu     sync.Mutex
 	subs   map[string]*subscription // by topic, the retry topic included
 	queues map[Queue]*processQueue
+
+	// lockMu serialises lock renewals (lockLoop) with the unlock of a
+	// dropped queue (finishDrop): a renewal sent before the drop but
+	// answered after the unlock would otherwise take the queue again and
+	// keep its next owner out until the broker expires the lock.
+	lockMu sync.Mutex
 
 	offsets offsetStore
 	sem     chan struct{} // handler slots
@@ -374,7 +383,8 @@ func (pc *PushConsumer) finishDrop(pq *processQueue) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	idle := pq.waitIdle(ctx)
-	pc.commitQueue(ctx, pq)
+	pc.commitFinal(ctx, pq)
+	pc.lockMu.Lock()
 	if pc.s.ordered && idle {
 		pc.unlock(ctx, []Queue{pq.q})
 	}
@@ -383,6 +393,7 @@ func (pc *PushConsumer) finishDrop(pq *processQueue) {
 		delete(pc.queues, pq.q)
 	}
 	pc.mu.Unlock()
+	pc.lockMu.Unlock()
 	if pc.state.Load() == stateRunning {
 		pc.requestRebalance()
 	}
@@ -497,17 +508,48 @@ func (pc *PushConsumer) commitAll(ctx context.Context) {
 	pc.offsets.flush()
 }
 
-// commitQueue stores pq's offset if it moved since the last commit.
-func (pc *PushConsumer) commitQueue(ctx context.Context, pq *processQueue) {
+// commitQueue stores pq's offset if it moved since the last commit. It is
+// a no-op once the queue's final commit was made (commitFinal).
+func (pc *PushConsumer) commitQueue(ctx context.Context, pq *processQueue) error {
+	pq.commitMu.Lock()
+	defer pq.commitMu.Unlock()
+	return pc.commitLocked(ctx, pq)
+}
+
+func (pc *PushConsumer) commitLocked(ctx context.Context, pq *processQueue) error {
+	if pq.released {
+		return nil
+	}
 	off, changed := pq.commitOffset()
 	if !changed {
-		return
+		return nil
 	}
 	if err := pc.offsets.write(ctx, pq.q, off); err != nil {
 		pc.s.logger.Warn("mqclient: commit offset", "queue", pq.q, "offset", off, "err", err)
-		return
+		return err
 	}
 	pq.committed(off)
+	return nil
+}
+
+// commitFinal makes the last commit of a dropped queue before it is
+// released to another member: it retries a failed write a few times
+// (the next owner starts from this offset; a lost commit redelivers what
+// was finished since the previous one), then stops every later commit of
+// pq.
+func (pc *PushConsumer) commitFinal(ctx context.Context, pq *processQueue) {
+	pq.commitMu.Lock()
+	defer pq.commitMu.Unlock()
+	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
+		if pc.commitLocked(ctx, pq) == nil {
+			break
+		}
+		select {
+		case <-time.After(pc.s.pullBackoff):
+		case <-ctx.Done():
+		}
+	}
+	pq.released = true
 }
 
 // Shutdown stops pulling, waits for running handlers to return (until ctx
@@ -550,7 +592,7 @@ func (pc *PushConsumer) Shutdown(ctx context.Context) error {
 		cctx = ctx
 	}
 	for _, pq := range pqs {
-		pc.commitQueue(cctx, pq)
+		pc.commitFinal(cctx, pq)
 	}
 	pc.offsets.flush()
 	if pc.s.ordered {

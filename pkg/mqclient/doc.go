@@ -51,9 +51,11 @@
 //   - the consumer crashed, or Shutdown's context expired, before the
 //     handler returned or before its offset was committed;
 //   - its queue moved to another member while a message with a lower
-//     offset of that queue was still pending (concurrent consumers commit
-//     the lowest unfinished offset, so finished messages above it are
-//     redelivered to the new owner);
+//     offset of that queue was still pending (a queue's committed offset is
+//     its lowest unfinished one, so finished messages above it are
+//     redelivered to the new owner; this holds for ordered consumers too,
+//     whose keys of one queue run in parallel: another key's message that
+//     was pulled but not yet started holds the offset back);
 //   - a producer retried a send that had in fact been stored.
 //
 // A message is never skipped: committed offsets never pass a message whose

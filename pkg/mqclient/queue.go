@@ -31,6 +31,14 @@ type processQueue struct {
 	locked    bool
 	lockUntil time.Time
 
+	// commitMu serialises the queue's offset writes (commit loop, drop,
+	// Shutdown), so an older offset computed earlier can never be written
+	// after a newer one; released (under commitMu) ends them once the
+	// final commit before the unlock was made, so a late write from this
+	// member cannot move the offset of the queue's next owner back.
+	commitMu sync.Mutex
+	released bool
+
 	tasks    sync.WaitGroup // handler tasks from dispatch to outcome
 	dropped  chan struct{}
 	dropOnce sync.Once
@@ -606,31 +614,39 @@ func (pc *PushConsumer) lockLoop() {
 			return
 		case <-t.C:
 		}
-		pc.mu.Lock()
-		var qs []Queue
-		pqs := map[Queue]*processQueue{}
-		for q, pq := range pc.queues {
-			if !pq.isDropped() {
-				qs = append(qs, q)
-				pqs[q] = pq
-			}
+		pc.renewLocks()
+	}
+}
+
+// renewLocks renews the broker locks of every assigned queue that is not
+// being dropped, holding lockMu so no dropped queue is unlocked meanwhile.
+func (pc *PushConsumer) renewLocks() {
+	pc.lockMu.Lock()
+	defer pc.lockMu.Unlock()
+	pc.mu.Lock()
+	var qs []Queue
+	pqs := map[Queue]*processQueue{}
+	for q, pq := range pc.queues {
+		if !pq.isDropped() {
+			qs = append(qs, q)
+			pqs[q] = pq
 		}
-		pc.mu.Unlock()
-		if len(qs) == 0 {
-			continue
-		}
-		ctx, cancel := pc.c.ctx()
-		got, err := pc.lock(ctx, qs)
-		cancel()
-		if err != nil {
-			pc.s.logger.Debug("mqclient: renew locks", "err", err)
-		}
-		for q, pq := range pqs {
-			if got[q] {
-				pq.setLocked(true)
-			} else if err == nil {
-				pq.setLocked(false)
-			}
+	}
+	pc.mu.Unlock()
+	if len(qs) == 0 {
+		return
+	}
+	ctx, cancel := pc.c.ctx()
+	got, err := pc.lock(ctx, qs)
+	cancel()
+	if err != nil {
+		pc.s.logger.Debug("mqclient: renew locks", "err", err)
+	}
+	for q, pq := range pqs {
+		if got[q] {
+			pq.setLocked(true)
+		} else if err == nil {
+			pq.setLocked(false)
 		}
 	}
 }
