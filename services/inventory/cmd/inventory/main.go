@@ -18,8 +18,6 @@ import (
 	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/server"
@@ -33,9 +31,6 @@ var (
 
 func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler) *kratos.App {
 	id, _ := os.Hostname()
-	// W3C trace context in and out: HTTP/gRPC (Kratos tracing middleware)
-	// and message properties (pkg/mqclient/tracing).
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
@@ -55,9 +50,9 @@ func main() {
 }
 
 func run(path string) error {
-	slogger := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", Name)
+	slogger := slog.New(server.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name)
 	logger := log.With(log.NewStdLogger(os.Stdout), "ts", log.DefaultTimestamp, "service", Name,
-		"trace.id", tracing.TraceID(), "span.id", tracing.SpanID())
+		"trace_id", tracing.TraceID(), "span_id", tracing.SpanID())
 	c := config.New(config.WithSource(env.NewSource(), file.NewSource(path)), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
@@ -67,6 +62,12 @@ func run(path string) error {
 	if err := c.Scan(&bc); err != nil {
 		return err
 	}
+	id, _ := os.Hostname()
+	stopTracing, err := setupTracing(bc.Observability, id)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Reconcile, logger, slogger)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type Bootstrap struct {
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,5,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
+	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -98,6 +99,13 @@ func (x *Bootstrap) GetFault() *Fault {
 func (x *Bootstrap) GetReconcile() *Reconcile {
 	if x != nil {
 		return x.Reconcile
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetObservability() *Observability {
+	if x != nil {
+		return x.Observability
 	}
 	return nil
 }
@@ -216,8 +224,13 @@ type Messaging struct {
 	RelayInterval *durationpb.Duration `protobuf:"bytes,4,opt,name=relay_interval,json=relayInterval,proto3" json:"relay_interval,omitempty"`
 	// Same as fault.deliver_twice (kept for existing configs).
 	DuplicateDelivery bool `protobuf:"varint,5,opt,name=duplicate_delivery,json=duplicateDelivery,proto3" json:"duplicate_delivery,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// RocketMQ plain-ACL credentials (the broker's plain_acl.yml account),
+	// given to every producer, consumer and admin client when access_key is
+	// set; empty = unsigned requests (a broker without aclEnable).
+	AccessKey     string `protobuf:"bytes,6,opt,name=access_key,json=accessKey,proto3" json:"access_key,omitempty"`
+	SecretKey     string `protobuf:"bytes,7,opt,name=secret_key,json=secretKey,proto3" json:"secret_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Messaging) Reset() {
@@ -283,6 +296,20 @@ func (x *Messaging) GetDuplicateDelivery() bool {
 		return x.DuplicateDelivery
 	}
 	return false
+}
+
+func (x *Messaging) GetAccessKey() string {
+	if x != nil {
+		return x.AccessKey
+	}
+	return ""
+}
+
+func (x *Messaging) GetSecretKey() string {
+	if x != nil {
+		return x.SecretKey
+	}
+	return ""
 }
 
 // Fault switches for demos and e2e (all off by default). A switch enabled
@@ -416,6 +443,53 @@ func (x *Reconcile) GetMinAge() *durationpb.Duration {
 	return nil
 }
 
+type Observability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OTLP/HTTP traces endpoint (host:port or a URL); empty = spans are
+	// created and propagated (trace ids in logs and messages) but not
+	// exported.
+	OtlpEndpoint  string `protobuf:"bytes,1,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Observability) Reset() {
+	*x = Observability{}
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Observability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Observability) ProtoMessage() {}
+
+func (x *Observability) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Observability.ProtoReflect.Descriptor instead.
+func (*Observability) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Observability) GetOtlpEndpoint() string {
+	if x != nil {
+		return x.OtlpEndpoint
+	}
+	return ""
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -427,7 +501,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +513,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +561,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +573,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +623,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +635,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +688,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +700,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,13 +769,14 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9d\x02\n" +
+	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe7\x02\n" +
 	"\tBootstrap\x123\n" +
 	"\x06server\x18\x01 \x01(\v2\x1b.tide.inventory.conf.ServerR\x06server\x12-\n" +
 	"\x04data\x18\x02 \x01(\v2\x19.tide.inventory.conf.DataR\x04data\x12<\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\x120\n" +
 	"\x05fault\x18\x04 \x01(\v2\x1a.tide.inventory.conf.FaultR\x05fault\x12<\n" +
-	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\"\xca\x02\n" +
+	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\x12H\n" +
+	"\robservability\x18\x06 \x01(\v2\".tide.inventory.conf.ObservabilityR\robservability\"\xca\x02\n" +
 	"\x06Server\x124\n" +
 	"\x04http\x18\x01 \x01(\v2 .tide.inventory.conf.Server.HTTPR\x04http\x124\n" +
 	"\x04grpc\x18\x02 \x01(\v2 .tide.inventory.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -727,13 +802,17 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\fdial_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vdialTimeout\x12<\n" +
 	"\fread_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
 	"\rwrite_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\x126\n" +
-	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xed\x01\n" +
+	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xab\x02\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
 	"\x0econsumer_group\x18\x03 \x01(\tR\rconsumerGroup\x12@\n" +
 	"\x0erelay_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\rrelayInterval\x12-\n" +
-	"\x12duplicate_delivery\x18\x05 \x01(\bR\x11duplicateDelivery\"p\n" +
+	"\x12duplicate_delivery\x18\x05 \x01(\bR\x11duplicateDelivery\x12\x1d\n" +
+	"\n" +
+	"access_key\x18\x06 \x01(\tR\taccessKey\x12\x1d\n" +
+	"\n" +
+	"secret_key\x18\a \x01(\tR\tsecretKey\"p\n" +
 	"\x05Fault\x12\x14\n" +
 	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
 	"\x12crash_after_effect\x18\x02 \x01(\bR\x10crashAfterEffect\x12#\n" +
@@ -741,7 +820,9 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\tReconcile\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12&\n" +
 	"\x0forder_grpc_addr\x18\x02 \x01(\tR\rorderGrpcAddr\x122\n" +
-	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAgeB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
+	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAge\"4\n" +
+	"\rObservability\x12#\n" +
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -755,7 +836,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.inventory.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.inventory.conf.Server
@@ -763,11 +844,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Messaging)(nil),           // 3: tide.inventory.conf.Messaging
 	(*Fault)(nil),               // 4: tide.inventory.conf.Fault
 	(*Reconcile)(nil),           // 5: tide.inventory.conf.Reconcile
-	(*Server_HTTP)(nil),         // 6: tide.inventory.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 7: tide.inventory.conf.Server.GRPC
-	(*Data_Database)(nil),       // 8: tide.inventory.conf.Data.Database
-	(*Data_Redis)(nil),          // 9: tide.inventory.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
+	(*Observability)(nil),       // 6: tide.inventory.conf.Observability
+	(*Server_HTTP)(nil),         // 7: tide.inventory.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 8: tide.inventory.conf.Server.GRPC
+	(*Data_Database)(nil),       // 9: tide.inventory.conf.Data.Database
+	(*Data_Redis)(nil),          // 10: tide.inventory.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.inventory.conf.Server
@@ -775,24 +857,25 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	3,  // 2: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
 	4,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
 	5,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
-	6,  // 5: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
-	7,  // 6: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
-	8,  // 7: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
-	9,  // 8: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
-	10, // 9: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
-	10, // 10: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	10, // 11: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
-	10, // 12: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	10, // 13: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	10, // 14: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	10, // 15: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	10, // 16: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	10, // 17: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	6,  // 5: tide.inventory.conf.Bootstrap.observability:type_name -> tide.inventory.conf.Observability
+	7,  // 6: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
+	8,  // 7: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
+	9,  // 8: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
+	10, // 9: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
+	11, // 10: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
+	11, // 11: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	11, // 12: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
+	11, // 13: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	11, // 14: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	11, // 15: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	11, // 16: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	11, // 17: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	11, // 18: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -806,7 +889,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 )
@@ -196,11 +197,11 @@ func NewTransaction(d *Data) biz.Transaction { return d }
 // NewProducer starts the producer the outbox relay sends with. cleanup
 // shuts it down.
 func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(), error) {
-	p, err := mqclient.NewProducer(
-		mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...),
+	p, err := mqclient.NewProducer(append(ClientOptions(c),
 		mqclient.WithProducerGroup(c.GetProducerGroup()),
 		mqclient.WithLogger(l),
-	)
+		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
+	)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: producer: %w", err)
 	}
@@ -214,6 +215,18 @@ func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(),
 			l.Warn("data: producer shutdown", "err", err)
 		}
 	}, nil
+}
+
+// ClientOptions are the options every producer, consumer and admin client
+// of the service starts from: the NameServers and, when
+// messaging.access_key is set, the plain-ACL credentials that sign every
+// request.
+func ClientOptions(c *conf.Messaging) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...)}
+	if c.GetAccessKey() != "" {
+		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
+	}
+	return opts
 }
 
 // SplitAddrs splits a NameServer list separated by ';' or ','.

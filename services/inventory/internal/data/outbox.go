@@ -2,12 +2,18 @@ package data
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
@@ -28,8 +34,11 @@ type outboxRow struct {
 	ShardingKey string
 	Seq         int64
 	Body        []byte
-	CreatedAt   time.Time
-	SentAt      *time.Time
+	// TraceContext is the propagated trace context of the writing
+	// transaction (JSON of the propagator's fields; empty: none).
+	TraceContext string
+	CreatedAt    time.Time
+	SentAt       *time.Time
 }
 
 func (outboxRow) TableName() string { return "outbox" }
@@ -84,7 +93,7 @@ func (o *Outbox) Publish(ctx context.Context, ev *biz.Event) error {
 		return err
 	}
 	row := outboxRow{Topic: eventv1.TopicInventoryEvents, Tag: eventv1.Tag(m), ShardingKey: ev.OrderID, Seq: ev.Seq,
-		Body: body, CreatedAt: time.Now()}
+		Body: body, TraceContext: traceContext(ctx), CreatedAt: time.Now()}
 	if err := o.data.DB(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("data: outbox insert: %w", err)
 	}
@@ -114,6 +123,37 @@ func encodeEvent(ev *biz.Event) (proto.Message, error) {
 		return &eventv1.StockReleased{OrderId: ev.OrderID, Seq: ev.Seq, Items: lineItems(ev.Items), ReleasedAt: at}, nil
 	}
 	return nil, fmt.Errorf("data: unknown event kind %q", ev.Kind)
+}
+
+// tracerScope names the tracer of the relay's producer spans.
+const tracerScope = "github.com/tidemq/tide/services/inventory/internal/data"
+
+// traceContext serializes ctx's propagated trace context (the global
+// propagator's fields, e.g. traceparent) for an outbox row.
+func traceContext(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, c)
+	if len(c) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(c)
+	if err != nil || len(b) > 1024 {
+		return "" // a trace is a diagnostic: never fail the effect for it
+	}
+	return string(b)
+}
+
+// withTraceContext returns ctx carrying the trace context an outbox row
+// stored (unchanged when there is none or it does not parse).
+func withTraceContext(ctx context.Context, s string) context.Context {
+	if s == "" {
+		return ctx
+	}
+	var c propagation.MapCarrier
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return ctx
+	}
+	return otel.GetTextMapPropagator().Extract(ctx, c)
 }
 
 // Start implements transport.Server: it starts the relay loop and returns.
@@ -188,11 +228,22 @@ func (o *Outbox) RelayOnce(ctx context.Context) (int, error) {
 		var sendErr error
 		for _, r := range rows {
 			msg := ordered.Stamp(&mqclient.Message{Topic: r.Topic, Tag: r.Tag, Body: r.Body}, r.ShardingKey, r.Seq)
-			res, err := o.producer.Send(ctx, msg)
+			// The send runs in a producer span of the row's trace; the
+			// producer's tracing.SendInterceptor puts it in the message.
+			sctx, span := otel.Tracer(tracerScope).Start(withTraceContext(ctx, r.TraceContext), r.Topic+" send",
+				trace.WithSpanKind(trace.SpanKindProducer),
+				trace.WithAttributes(attribute.String("messaging.system", "rocketmq"),
+					attribute.String("messaging.destination.name", r.Topic), attribute.String("order.id", r.ShardingKey)))
+			res, err := o.producer.Send(sctx, msg)
 			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				span.End()
 				sendErr = fmt.Errorf("data: outbox send %d: %w", r.ID, err)
 				break
 			}
+			span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
+			span.End()
 			ids = append(ids, r.ID)
 			o.log.InfoContext(ctx, "inventory event sent", "topic", r.Topic, "tag", r.Tag, "order_id", r.ShardingKey,
 				"seq", r.Seq, "msg_id", res.MsgID)

@@ -48,10 +48,10 @@ import (
 //  4. the stock command (Reserve/Release/Sell), its outbox row, all in the
 //     same transaction.
 type ConsumerServer struct {
-	mq     *kratosmq.Server
-	relay  *data.Outbox
-	nsAddr []string
-	log    *slog.Logger
+	mq    *kratosmq.Server
+	relay *data.Outbox
+	base  []mqclient.Option // NameServers and credentials (data.ClientOptions)
+	log   *slog.Logger
 	// running is set once the consumer started (readiness).
 	running atomic.Bool
 }
@@ -87,13 +87,13 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.D
 	}))
 	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
 		tracing.Middleware(tracing.Options{}), m.Middleware(group), logFailures(cl, group), crashAfterEffect(faults))}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...), mqclient.WithLogger(l),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)), kratosmq.WithLogger(l))
+	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c), mqclient.WithLogger(l),
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...), kratosmq.WithLogger(l))
 	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, handler, opts...); err != nil {
 		return nil, err
 	}
-	return &ConsumerServer{mq: mq, relay: relay, nsAddr: ns, log: l}, nil
+	return &ConsumerServer{mq: mq, relay: relay, base: data.ClientOptions(c), log: l}, nil
 }
 
 // versionKey is the idempotency key of an order event: order id and
@@ -138,7 +138,7 @@ func logFailures(l *slog.Logger, group string) mqclient.Middleware {
 // Start creates the topics if missing, then starts the consumer and the
 // relay.
 func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := EnsureTopics(ctx, s.nsAddr, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents); err != nil {
+	if err := EnsureTopics(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents); err != nil {
 		return err
 	}
 	if err := s.relay.Start(ctx); err != nil {
@@ -166,9 +166,10 @@ func (s *ConsumerServer) Stop(ctx context.Context) error {
 }
 
 // EnsureTopics creates topics (8 queues, on every master) that do not
-// exist yet and waits until the NameServers route them.
-func EnsureTopics(ctx context.Context, nameServers []string, topics ...string) error {
-	a, err := mqclient.NewAdmin(mqclient.WithNameServers(nameServers...))
+// exist yet and waits until the NameServers route them; opts are the
+// admin client's (data.ClientOptions).
+func EnsureTopics(ctx context.Context, opts []mqclient.Option, topics ...string) error {
+	a, err := mqclient.NewAdmin(opts...)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,12 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
@@ -35,6 +37,7 @@ type stack struct {
 	httpURL  string
 	grpcAddr string
 	ns       string
+	creds    mqclient.Credentials
 	producer *mqclient.Producer
 	faults   *fault.Set
 	recon    *Reconciler
@@ -43,14 +46,35 @@ type stack struct {
 
 // startStack runs the service's servers against a real MariaDB, Redis,
 // NameServer and broker, all in process or on loopback.
-func startStack(t *testing.T, duplicate bool) *stack {
+// stackConfig varies startStack: broker options (ACL) and the
+// credentials of the service and of the test's own clients.
+type stackConfig struct {
+	broker []func(*broker.Options)
+	creds  mqclient.Credentials
+}
+
+// clientOpts are the options of the test's own producers and consumers.
+func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(s.ns)}
+	if s.creds.AccessKey != "" {
+		opts = append(opts, mqclient.WithCredentials(s.creds))
+	}
+	return append(opts, extra...)
+}
+
+func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack {
 	t.Helper()
+	var cfg stackConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx := context.Background()
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
+	brokertest.Start(t, ns, cfg.broker...)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, DuplicateDelivery: duplicate}
+	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, DuplicateDelivery: duplicate,
+		AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
 	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
 		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
@@ -106,7 +130,9 @@ func startStack(t *testing.T, duplicate bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("test-order-producer"))
+	s := &stack{ns: ns, creds: cfg.creds}
+	op, err := mqclient.NewProducer(s.clientOpts(mqclient.WithProducerGroup("test-order-producer"),
+		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +140,17 @@ func startStack(t *testing.T, duplicate bool) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = op.Shutdown(context.Background()) })
-	return &stack{httpURL: "http://" + he.Host, grpcAddr: ge.Host, ns: ns, producer: op, faults: faults, recon: recon, data: d}
+	s.httpURL, s.grpcAddr, s.producer, s.faults, s.recon, s.data = "http://"+he.Host, ge.Host, op, faults, recon, d
+	return s
 }
 
 func (s *stack) send(t *testing.T, ev eventv1.Event) {
+	t.Helper()
+	s.sendCtx(t, context.Background(), ev)
+}
+
+// sendCtx sends ev with ctx's trace context.
+func (s *stack) sendCtx(t *testing.T, ctx context.Context, ev eventv1.Event) {
 	t.Helper()
 	body, err := eventv1.Marshal(ev)
 	if err != nil {
@@ -126,7 +159,7 @@ func (s *stack) send(t *testing.T, ev eventv1.Event) {
 	// Stamped as the order service stamps its events: key = order id,
 	// version = the order's event seq.
 	m := ordered.Stamp(&mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev), Body: body}, ev.GetOrderId(), ev.GetSeq())
-	if _, err := s.producer.Send(context.Background(), m); err != nil {
+	if _, err := s.producer.Send(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/go-kratos/kratos/v2"
@@ -18,8 +19,6 @@ import (
 	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/server"
@@ -40,10 +39,6 @@ func init() {
 }
 
 func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.Consumer, sw *server.Sweeper) *kratos.App {
-	// W3C trace context in and out: HTTP/gRPC (Kratos tracing middleware)
-	// and message properties (pkg/mqclient/tracing), so one trace id
-	// follows an order from the API call through its events.
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
@@ -63,14 +58,17 @@ func main() {
 }
 
 func run() error {
+	// pkg/mqclient and the pattern packages log through slog.Default():
+	// JSON with trace_id/span_id when the call carries a span.
+	slog.SetDefault(slog.New(server.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name))
 	logger := log.With(log.NewStdLogger(os.Stdout),
 		"ts", log.DefaultTimestamp,
 		"caller", log.DefaultCaller,
 		"service.id", id,
 		"service.name", Name,
 		"service.version", Version,
-		"trace.id", tracing.TraceID(),
-		"span.id", tracing.SpanID(),
+		"trace_id", tracing.TraceID(),
+		"span_id", tracing.SpanID(),
 	)
 	// The environment is a source too, so ${MYSQL_DSN:default}
 	// placeholders in the file resolve from it.
@@ -83,6 +81,11 @@ func run() error {
 	if err := c.Scan(&bc); err != nil {
 		return fmt.Errorf("scan config: %w", err)
 	}
+	stopTracing, err := setupTracing(bc.GetObservability(), id)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), logger)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type Bootstrap struct {
 	Mq            *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
 	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
+	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -98,6 +99,13 @@ func (x *Bootstrap) GetOrder() *Order {
 func (x *Bootstrap) GetFault() *Fault {
 	if x != nil {
 		return x.Fault
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetObservability() *Observability {
+	if x != nil {
+		return x.Observability
 	}
 	return nil
 }
@@ -214,6 +222,11 @@ type MQ struct {
 	// to a live member of it).
 	ProducerGroup string               `protobuf:"bytes,2,opt,name=producer_group,json=producerGroup,proto3" json:"producer_group,omitempty"`
 	SendTimeout   *durationpb.Duration `protobuf:"bytes,3,opt,name=send_timeout,json=sendTimeout,proto3" json:"send_timeout,omitempty"`
+	// RocketMQ plain-ACL credentials (the broker's plain_acl.yml account),
+	// given to every producer, consumer and admin client when access_key is
+	// set; empty = unsigned requests (a broker without aclEnable).
+	AccessKey     string `protobuf:"bytes,4,opt,name=access_key,json=accessKey,proto3" json:"access_key,omitempty"`
+	SecretKey     string `protobuf:"bytes,5,opt,name=secret_key,json=secretKey,proto3" json:"secret_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +280,20 @@ func (x *MQ) GetSendTimeout() *durationpb.Duration {
 		return x.SendTimeout
 	}
 	return nil
+}
+
+func (x *MQ) GetAccessKey() string {
+	if x != nil {
+		return x.AccessKey
+	}
+	return ""
+}
+
+func (x *MQ) GetSecretKey() string {
+	if x != nil {
+		return x.SecretKey
+	}
+	return ""
 }
 
 type Order struct {
@@ -400,6 +427,53 @@ func (x *Fault) GetDeliverTwice() bool {
 	return false
 }
 
+type Observability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OTLP/HTTP traces endpoint (host:port or a URL); empty = spans are
+	// created and propagated (trace ids in logs and messages) but not
+	// exported.
+	OtlpEndpoint  string `protobuf:"bytes,1,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Observability) Reset() {
+	*x = Observability{}
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Observability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Observability) ProtoMessage() {}
+
+func (x *Observability) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Observability.ProtoReflect.Descriptor instead.
+func (*Observability) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Observability) GetOtlpEndpoint() string {
+	if x != nil {
+		return x.OtlpEndpoint
+	}
+	return ""
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -411,7 +485,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +497,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +545,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +557,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +608,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +620,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +669,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +681,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,13 +729,14 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe8\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xae\x02\n" +
 	"\tBootstrap\x12/\n" +
 	"\x06server\x18\x01 \x01(\v2\x17.tide.order.conf.ServerR\x06server\x12)\n" +
 	"\x04data\x18\x02 \x01(\v2\x15.tide.order.conf.DataR\x04data\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
-	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\"\xc2\x02\n" +
+	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12D\n" +
+	"\robservability\x18\x06 \x01(\v2\x1e.tide.order.conf.ObservabilityR\robservability\"\xc2\x02\n" +
 	"\x06Server\x120\n" +
 	"\x04http\x18\x01 \x01(\v2\x1c.tide.order.conf.Server.HTTPR\x04http\x120\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1c.tide.order.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -686,11 +761,15 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12<\n" +
 	"\fread_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
-	"\rwrite_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\"\x8c\x01\n" +
+	"\rwrite_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\"\xca\x01\n" +
 	"\x02MQ\x12!\n" +
 	"\fnamesrv_addr\x18\x01 \x01(\tR\vnamesrvAddr\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12<\n" +
-	"\fsend_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsendTimeout\"\x87\x01\n" +
+	"\fsend_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsendTimeout\x12\x1d\n" +
+	"\n" +
+	"access_key\x18\x04 \x01(\tR\taccessKey\x12\x1d\n" +
+	"\n" +
+	"secret_key\x18\x05 \x01(\tR\tsecretKey\"\x87\x01\n" +
 	"\x05Order\x12<\n" +
 	"\fcancel_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\vcancelAfter\x12@\n" +
 	"\x0esweep_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rsweepInterval\"\x9e\x01\n" +
@@ -698,7 +777,9 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
 	"\x12crash_after_commit\x18\x02 \x01(\bR\x10crashAfterCommit\x12,\n" +
 	"\x12crash_after_effect\x18\x03 \x01(\bR\x10crashAfterEffect\x12#\n" +
-	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwiceB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
+	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwice\"4\n" +
+	"\rObservability\x12#\n" +
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -712,7 +793,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.order.conf.Server
@@ -720,11 +801,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*MQ)(nil),                  // 3: tide.order.conf.MQ
 	(*Order)(nil),               // 4: tide.order.conf.Order
 	(*Fault)(nil),               // 5: tide.order.conf.Fault
-	(*Server_HTTP)(nil),         // 6: tide.order.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 7: tide.order.conf.Server.GRPC
-	(*Data_Database)(nil),       // 8: tide.order.conf.Data.Database
-	(*Data_Redis)(nil),          // 9: tide.order.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
+	(*Observability)(nil),       // 6: tide.order.conf.Observability
+	(*Server_HTTP)(nil),         // 7: tide.order.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 8: tide.order.conf.Server.GRPC
+	(*Data_Database)(nil),       // 9: tide.order.conf.Data.Database
+	(*Data_Redis)(nil),          // 10: tide.order.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.order.conf.Server
@@ -732,22 +814,23 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	3,  // 2: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
 	4,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
 	5,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
-	6,  // 5: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
-	7,  // 6: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
-	8,  // 7: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
-	9,  // 8: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
-	10, // 9: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	10, // 10: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	10, // 11: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	10, // 12: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	10, // 13: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	10, // 14: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	10, // 15: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	6,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.order.conf.Observability
+	7,  // 6: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
+	8,  // 7: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
+	9,  // 8: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
+	10, // 9: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
+	11, // 10: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	11, // 11: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	11, // 12: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	11, // 13: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	11, // 14: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	11, // 15: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	11, // 16: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -755,14 +838,14 @@ func file_internal_conf_conf_proto_init() {
 	if File_internal_conf_conf_proto != nil {
 		return
 	}
-	file_internal_conf_conf_proto_msgTypes[8].OneofWrappers = []any{}
+	file_internal_conf_conf_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -9,6 +9,10 @@ import (
 
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -47,6 +51,17 @@ func NameServers(c *conf.MQ) []string {
 	return strings.FieldsFunc(c.GetNamesrvAddr(), func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
 }
 
+// ClientOptions are the options every producer, consumer and admin client
+// of the service starts from: the NameServers and, when mq.access_key is
+// set, the plain-ACL credentials that sign every request.
+func ClientOptions(c *conf.MQ) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(NameServers(c)...)}
+	if c.GetAccessKey() != "" {
+		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
+	}
+	return opts
+}
+
 // NewSender creates the order topics if missing and starts the
 // transactional sender of order events (pkg/mqclient/txmsg): every event
 // is a half message whose local transaction writes the order change and
@@ -62,18 +77,18 @@ func NewSender(c *conf.MQ, d *Data, faults *fault.Set, reg prometheus.Registerer
 	if group == "" {
 		group = eventv1.GroupOrderProducer
 	}
-	popts := []mqclient.Option{
-		mqclient.WithNameServers(addrs...),
+	base := ClientOptions(c)
+	popts := append(ClientOptions(c),
 		mqclient.WithTopics(eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer),
 		mqclient.WithLogger(slog.Default().With("module", "order/mq")),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
-	}
+	)
 	if t := c.GetSendTimeout(); t != nil && t.AsDuration() > 0 {
 		popts = append(popts, mqclient.WithSendTimeout(t.AsDuration()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, popts[:1], eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
+	if err := EnsureTopics(ctx, base, eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
 		return nil, nil, fmt.Errorf("data: %w", err)
 	}
 	s, err := txmsg.New(d.db, txmsg.WithGroup(group), txmsg.WithProducerOptions(popts...), txmsg.WithRegisterer(reg),
@@ -116,6 +131,9 @@ func NewEventPublisher(d *Data, s *txmsg.Sender, faults *fault.Set, logger log.L
 	return &eventPublisher{data: d, s: s, faults: faults, log: log.NewHelper(log.With(logger, "module", "order/publisher"))}
 }
 
+// tracerScope names the tracer of the publisher's producer spans.
+const tracerScope = "github.com/tidemq/tide/services/order/internal/data"
+
 // TxKey is the txmsg key of an order event.
 func TxKey(orderID string, seq int64) string { return fmt.Sprintf("order/%s/%d", orderID, seq) }
 
@@ -127,12 +145,21 @@ func (e *eventPublisher) PublishInTx(ctx context.Context, ev biz.Event, fn func(
 	msg := ordered.Stamp(&mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev.Payload), Body: body},
 		ev.OrderID, ev.Seq)
 	key := TxKey(ev.OrderID, ev.Seq)
+	// A producer span around the send: the message carries its context
+	// (tracing.SendInterceptor), so consumer spans are its children.
+	ctx, span := otel.Tracer(tracerScope).Start(ctx, msg.Topic+" send", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "rocketmq"),
+			attribute.String("messaging.destination.name", msg.Topic), attribute.String("order.id", ev.OrderID)))
+	defer span.End()
 	res, err := e.s.Send(ctx, msg, key, func(tx *gorm.DB) error {
 		return fn(context.WithValue(ctx, txKey{}, tx))
 	})
 	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
+	span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
 	e.log.WithContext(ctx).Infow("msg", "order event committed", "topic", msg.Topic, "tag", msg.Tag,
 		"order_id", ev.OrderID, "seq", ev.Seq, "msg_id", res.MsgID)
 	if e.faults.Fire(FaultDeliverTwice) {

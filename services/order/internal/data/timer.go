@@ -20,7 +20,7 @@ import (
 // NewScheduler returns the delay.Scheduler of cancellation timers, on the
 // sender's producer and an admin client (for recalls). cleanup closes both.
 func NewScheduler(c *conf.MQ, s *txmsg.Sender, reg prometheus.Registerer) (*delay.Scheduler, func(), error) {
-	a, err := mqclient.NewAdmin(mqclient.WithNameServers(NameServers(c)...))
+	a, err := mqclient.NewAdmin(ClientOptions(c)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: admin: %w", err)
 	}

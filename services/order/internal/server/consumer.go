@@ -48,7 +48,7 @@ import (
 type Consumer struct {
 	*kratosmq.Server
 	uc     *biz.OrderUsecase
-	ns     []string
+	base   []mqclient.Option // NameServers and credentials
 	faults *fault.Set
 	log    *log.Helper
 	// running is set once the consumers started (readiness).
@@ -61,10 +61,10 @@ type Consumer struct {
 // NewConsumer subscribes the handlers; it connects on Start.
 func NewConsumer(c *conf.MQ, uc *biz.OrderUsecase, d *data.Data, faults *fault.Set, reg prometheus.Registerer, logger log.Logger) (*Consumer, error) {
 	sl := slog.Default().With("module", "order/consumer")
-	ns := data.NameServers(c)
-	srv := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl)), kratosmq.WithLogger(sl))
-	cs := &Consumer{Server: srv, uc: uc, ns: ns, faults: faults, log: log.NewHelper(log.With(logger, "module", "order/consumer")),
+	base := data.ClientOptions(c)
+	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c),
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))
+	cs := &Consumer{Server: srv, uc: uc, base: base, faults: faults, log: log.NewHelper(log.With(logger, "module", "order/consumer")),
 		timerFired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tide_order_timer_fired_total",
 			Help: "Cancellation timers delivered, by result (handled, early, error)."}, []string{"result"}),
 		timerLateness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tide_order_timer_lateness_seconds",
@@ -109,7 +109,7 @@ func NewConsumer(c *conf.MQ, uc *biz.OrderUsecase, d *data.Data, faults *fault.S
 // Start creates the subscribed topics if another service has not yet,
 // then starts the consumers.
 func (c *Consumer) Start(ctx context.Context) error {
-	if err := data.EnsureTopics(ctx, []mqclient.Option{mqclient.WithNameServers(c.ns...)}, eventv1.TopicInventoryEvents,
+	if err := data.EnsureTopics(ctx, c.base, eventv1.TopicInventoryEvents,
 		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 // in-process NameServer and broker, MariaDB and Redis.
 type stack struct {
 	namesrv  string
+	creds    mqclient.Credentials
 	httpBase string
 	grpc     orderv1.OrderClient
 	faults   *fault.Set
@@ -55,14 +57,36 @@ type stack struct {
 	events []*mqclient.MessageExt // seen on order-events
 }
 
-func startStack(t *testing.T, cancelAfter time.Duration) *stack {
+// stackConfig varies startStack: broker options (ACL) and the
+// credentials of the service and of the test's own clients.
+type stackConfig struct {
+	broker []func(*broker.Options)
+	creds  mqclient.Credentials
+}
+
+type stackOption func(*stackConfig)
+
+// clientOpts are the options of the test's own producers and consumers.
+func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(s.namesrv)}
+	if s.creds.AccessKey != "" {
+		opts = append(opts, mqclient.WithCredentials(s.creds))
+	}
+	return append(opts, extra...)
+}
+
+func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *stack {
 	t.Helper()
+	var cfg stackConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	logger := log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelWarn))
 	if os.Getenv("TIDE_TEST_LOG") == "" {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
+	brokertest.Start(t, ns, cfg.broker...)
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
 
@@ -72,7 +96,7 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	mq := &conf.MQ{NamesrvAddr: ns}
+	mq := &conf.MQ{NamesrvAddr: ns, AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
 	reg := data.NewRegistry()
 	faults := data.NewFaults(&conf.Fault{Admin: true})
 	faults.SetExit(func(int) {}) // crash faults are tested in the fault package
@@ -126,7 +150,7 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s := &stack{namesrv: ns, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
+	s := &stack{namesrv: ns, creds: cfg.creds, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
 	waitFor(t, "HTTP /readyz", func() bool {
 		resp, err := nethttp.Get(s.httpBase + "/readyz")
 		if err != nil {
@@ -138,8 +162,8 @@ func startStack(t *testing.T, cancelAfter time.Duration) *stack {
 
 	// A consumer standing in for inventory and payment: it records
 	// order-events.
-	c, err := mqclient.NewPushConsumer("test-order-events", mqclient.WithNameServers(ns),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithOrdered())
+	c, err := mqclient.NewPushConsumer("test-order-events", s.clientOpts(
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithOrdered())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +212,7 @@ func (s *stack) tags(orderID string) []string {
 
 func (s *stack) publish(t *testing.T, topic string, ev eventv1.Event) {
 	t.Helper()
-	p, err := mqclient.NewProducer(mqclient.WithNameServers(s.namesrv), mqclient.WithProducerGroup("test-producer"))
+	p, err := mqclient.NewProducer(s.clientOpts(mqclient.WithProducerGroup("test-producer"))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/config"
@@ -22,9 +20,6 @@ import (
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 
@@ -82,22 +77,6 @@ func newRegistry() *prometheus.Registry {
 // newMQMetrics registers mqclient's producer and consumer metrics.
 func newMQMetrics(r prometheus.Registerer) (*metrics.Metrics, error) { return metrics.New(r) }
 
-// setupTracing installs the OpenTelemetry tracer provider and the W3C
-// trace-context propagator, so that Kratos' tracing middleware and
-// pkg/mqclient/tracing carry one trace from the HTTP request through the
-// message to the consumer. Spans are not exported (no collector in the
-// demo); the trace ids appear in the logs and message properties.
-func setupTracing() func() {
-	tp := sdktrace.NewTracerProvider()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = tp.Shutdown(ctx)
-	}
-}
-
 func main() {
 	flagconf := flag.String("conf", "configs", "config file or directory, eg: -conf config.yaml")
 	flag.Parse()
@@ -108,9 +87,9 @@ func main() {
 }
 
 func run(path string) error {
-	slogger := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", Name)
+	slogger := slog.New(server.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name)
 	logger := log.With(log.NewStdLogger(os.Stdout), "ts", log.DefaultTimestamp, "service", Name,
-		"trace.id", tracing.TraceID(), "span.id", tracing.SpanID())
+		"trace_id", tracing.TraceID(), "span_id", tracing.SpanID())
 	c := config.New(config.WithSource(env.NewSource(), file.NewSource(path)), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
@@ -120,7 +99,12 @@ func run(path string) error {
 	if err := c.Scan(&bc); err != nil {
 		return err
 	}
-	defer setupTracing()()
+	id, _ := os.Hostname()
+	stopTracing, err := setupTracing(bc.Observability, id)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Order, bc.Reconcile, logger, slogger)
 	if err != nil {
 		return err

@@ -236,7 +236,12 @@ type Messaging struct {
 	// Deliver every consumed message twice (a demo and e2e fault switch).
 	DuplicateDelivery bool `protobuf:"varint,6,opt,name=duplicate_delivery,json=duplicateDelivery,proto3" json:"duplicate_delivery,omitempty"`
 	// Bound of one transaction check-back (txmsg.WithCheckTimeout, >= 1s).
-	CheckTimeout  *durationpb.Duration `protobuf:"bytes,7,opt,name=check_timeout,json=checkTimeout,proto3" json:"check_timeout,omitempty"`
+	CheckTimeout *durationpb.Duration `protobuf:"bytes,7,opt,name=check_timeout,json=checkTimeout,proto3" json:"check_timeout,omitempty"`
+	// RocketMQ plain-ACL credentials (the broker's plain_acl.yml account),
+	// given to every producer, consumer and admin client when access_key is
+	// set; empty = unsigned requests (a broker without aclEnable).
+	AccessKey     string `protobuf:"bytes,8,opt,name=access_key,json=accessKey,proto3" json:"access_key,omitempty"`
+	SecretKey     string `protobuf:"bytes,9,opt,name=secret_key,json=secretKey,proto3" json:"secret_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +323,20 @@ func (x *Messaging) GetCheckTimeout() *durationpb.Duration {
 		return x.CheckTimeout
 	}
 	return nil
+}
+
+func (x *Messaging) GetAccessKey() string {
+	if x != nil {
+		return x.AccessKey
+	}
+	return ""
+}
+
+func (x *Messaging) GetSecretKey() string {
+	if x != nil {
+		return x.SecretKey
+	}
+	return ""
 }
 
 // Fault switches for demos and e2e. All off by default.
@@ -922,7 +941,7 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\fdial_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vdialTimeout\x12<\n" +
 	"\fread_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
 	"\rwrite_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\x126\n" +
-	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xfd\x02\n" +
+	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xbb\x03\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
@@ -930,7 +949,11 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x14check_unknown_window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x12checkUnknownWindow\x12C\n" +
 	"\x10local_tx_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x0elocalTxTimeout\x12-\n" +
 	"\x12duplicate_delivery\x18\x06 \x01(\bR\x11duplicateDelivery\x12>\n" +
-	"\rcheck_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\fcheckTimeout\"\x8e\x03\n" +
+	"\rcheck_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\fcheckTimeout\x12\x1d\n" +
+	"\n" +
+	"access_key\x18\b \x01(\tR\taccessKey\x12\x1d\n" +
+	"\n" +
+	"secret_key\x18\t \x01(\tR\tsecretKey\"\x8e\x03\n" +
 	"\x05Fault\x12,\n" +
 	"\x12crash_after_commit\x18\x01 \x01(\bR\x10crashAfterCommit\x12=\n" +
 	"\rslow_local_tx\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vslowLocalTx\x12A\n" +

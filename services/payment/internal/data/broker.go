@@ -46,9 +46,16 @@ type halfInfo struct {
 // One page: brokers hold few of either when healthy.
 type BrokerJob struct {
 	NameServers []string
-	HalfTimeout time.Duration
+	// ClientOptions are added to the NameServers of the job's admin and
+	// pull consumer (e.g. mqclient.WithCredentials).
+	ClientOptions []mqclient.Option
+	HalfTimeout   time.Duration
 	// MaxDLQ caps the dead letters reported per queue (default 100).
 	MaxDLQ int
+}
+
+func (j *BrokerJob) clientOptions() []mqclient.Option {
+	return append([]mqclient.Option{mqclient.WithNameServers(j.NameServers...)}, j.ClientOptions...)
 }
 
 // Name implements reconcile.Job.
@@ -61,7 +68,7 @@ func (j *BrokerJob) Repair(context.Context, reconcile.Discrepancy, string) error
 
 // Check implements reconcile.Job.
 func (j *BrokerJob) Check(ctx context.Context, s reconcile.Scan) (reconcile.Page, error) {
-	a, err := mqclient.NewAdmin(mqclient.WithNameServers(j.NameServers...))
+	a, err := mqclient.NewAdmin(j.clientOptions()...)
 	if err != nil {
 		return reconcile.Page{}, err
 	}
@@ -140,7 +147,7 @@ func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *re
 		return nil
 	}
 	sort.Strings(dlqs)
-	pc, err := mqclient.NewPullConsumer("payment-reconcile-dlq", mqclient.WithNameServers(j.NameServers...))
+	pc, err := mqclient.NewPullConsumer("payment-reconcile-dlq", j.clientOptions()...)
 	if err != nil {
 		return err
 	}

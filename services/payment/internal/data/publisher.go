@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
@@ -55,12 +59,11 @@ func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.
 			}
 		}),
 		txmsg.WithProducerOptions(
-			mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...),
-			mqclient.WithLogger(l),
-			// A restarted instance answers check-backs of half messages
-			// its crashed predecessor left, before it sends anything.
-			mqclient.WithTopics(eventv1.TopicPaymentEvents),
-			mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{}), mm.SendInterceptor())),
+			append(ClientOptions(c), mqclient.WithLogger(l),
+				// A restarted instance answers check-backs of half messages
+				// its crashed predecessor left, before it sends anything.
+				mqclient.WithTopics(eventv1.TopicPaymentEvents),
+				mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{}), mm.SendInterceptor()))...),
 	}
 	if d := c.GetCheckTimeout().AsDuration(); d > 0 {
 		opts = append(opts, txmsg.WithCheckTimeout(d))
@@ -75,7 +78,7 @@ func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.
 	// brokers of its topics at Start (so that it answers check-backs of
 	// half messages a crashed instance left) and does not retry a topic
 	// that was missing then.
-	if err := EnsureTopics(ctx, SplitAddrs(c.GetNameServers()), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
+	if err := EnsureTopics(ctx, ClientOptions(c), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
 		return nil, nil, err
 	}
 	if err := s.Start(ctx); err != nil {
@@ -132,6 +135,9 @@ func txKeyFor(ev *biz.Event) (string, error) {
 	return string(ev.Kind) + ":" + ev.PaymentID + ":" + hex.EncodeToString(b[:]), nil
 }
 
+// tracerScope names the tracer of the publisher's producer spans.
+const tracerScope = "github.com/tidemq/tide/services/payment/internal/data"
+
 // Publish implements biz.Publisher with txmsg.Sender.Send.
 func (p *Publisher) Publish(ctx context.Context, ev *biz.Event, local func(ctx context.Context) error) error {
 	msg, err := Message(ev)
@@ -143,7 +149,19 @@ func (p *Publisher) Publish(ctx context.Context, ev *biz.Event, local func(ctx c
 		return err
 	}
 	log := p.log.With("topic", msg.Topic, "tag", msg.Tag, "order_id", ev.OrderID, "payment_id", ev.PaymentID, "tx_key", key)
+	// A producer span around the send: the message carries its context
+	// (tracing.SendInterceptor), so consumer spans are its children.
+	ctx, span := otel.Tracer(tracerScope).Start(ctx, msg.Topic+" send", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "rocketmq"),
+			attribute.String("messaging.destination.name", msg.Topic), attribute.String("order.id", ev.OrderID)))
+	defer span.End()
 	res, err := p.s.Send(ctx, msg, key, func(tx *gorm.DB) error { return local(WithTx(ctx, tx)) })
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else {
+		span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
+	}
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "event committed", "msg_id", res.MsgID)

@@ -29,8 +29,8 @@ const HandlerOrderCancelled = "order-cancelled"
 // order id) to refuse and refund late payments, as a kratosmq server. On
 // Start it makes sure order-events and payment-events exist.
 type ConsumerServer struct {
-	mq     *kratosmq.Server
-	nsAddr []string
+	mq   *kratosmq.Server
+	base []mqclient.Option // NameServers and credentials (data.ClientOptions)
 }
 
 // NewConsumerServer subscribes the service to order cancellations. The
@@ -57,11 +57,11 @@ func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentServic
 	if c.GetDuplicateDelivery() {
 		opts = append(opts, mqclient.WithMiddleware(middleware.Duplicate()))
 	}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(mqclient.WithNameServers(ns...), mqclient.WithLogger(l)), kratosmq.WithLogger(l))
+	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c), mqclient.WithLogger(l))...), kratosmq.WithLogger(l))
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, h, opts...); err != nil {
 		return nil, err
 	}
-	return &ConsumerServer{mq: mq, nsAddr: ns}, nil
+	return &ConsumerServer{mq: mq, base: data.ClientOptions(c)}, nil
 }
 
 // OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
@@ -124,7 +124,7 @@ func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService
 
 // Start creates the topics if missing, then starts the consumer.
 func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := data.EnsureTopics(ctx, s.nsAddr, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
+	if err := data.EnsureTopics(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
 		return err
 	}
 	return s.mq.Start(ctx)

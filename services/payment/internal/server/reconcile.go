@@ -48,7 +48,7 @@ func NewReconciler(c *conf.Reconcile, m *conf.Messaging, d *data.Data, uc *biz.P
 	}
 	jobs := map[string]reconcile.Job{
 		biz.JobPayments: &biz.PaymentsJob{UC: uc, Ledger: ledger, Statement: gw, Orders: orders, Grace: c.GetGrace().AsDuration()},
-		data.JobBroker:  &data.BrokerJob{NameServers: data.SplitAddrs(m.GetNameServers()), HalfTimeout: c.GetHalfTimeout().AsDuration()},
+		data.JobBroker:  &data.BrokerJob{NameServers: data.SplitAddrs(m.GetNameServers()), ClientOptions: data.CredentialOptions(m), HalfTimeout: c.GetHalfTimeout().AsDuration()},
 	}
 	rc := &Reconciler{r: r, d: d, jobs: jobs, every: c.GetInterval().AsDuration(), log: l}
 	if rc.every > 0 {

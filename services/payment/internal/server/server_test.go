@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
@@ -89,6 +91,7 @@ type stack struct {
 	httpURL   string
 	grpcAddr  string
 	ns        string
+	creds     mqclient.Credentials
 	d         *data.Data
 	uc        *biz.PaymentUsecase
 	svc       *service.PaymentService
@@ -118,23 +121,48 @@ func (s *stack) crash(code int) {
 	runtime.Goexit()
 }
 
-func startStack(t *testing.T) *stack {
+// stackConfig varies startStack: more broker options (ACL), the
+// service's and the test clients' credentials, the tracer provider.
+type stackConfig struct {
+	broker []func(*broker.Options)
+	creds  mqclient.Credentials
+	tp     trace.TracerProvider
+}
+
+// clientOpts are the options of the test's own producers and consumers.
+func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(s.ns)}
+	if s.creds.AccessKey != "" {
+		opts = append(opts, mqclient.WithCredentials(s.creds))
+	}
+	return append(opts, extra...)
+}
+
+func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	t.Helper()
+	var cfg stackConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx := context.Background()
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, func(o *broker.Options) {
+	brokertest.Start(t, ns, append([]func(*broker.Options){func(o *broker.Options) {
 		o.TransactionTimeOut = 1000
 		o.TransactionCheckInterval = 1000
-	})
+	}}, cfg.broker...)...)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &stack{ns: ns, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
+	s := &stack{ns: ns, creds: cfg.creds, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
 		orders: &fakeOrders{status: map[string]orderv1.OrderStatus{}}, events: &eventLog{count: map[string]int{}, ids: map[string][]string{}, trace: map[string]string{}}}
 	// As main does: W3C trace context through HTTP and messages.
-	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	if cfg.tp == nil {
+		cfg.tp = sdktrace.NewTracerProvider()
+	}
+	otel.SetTracerProvider(cfg.tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	s.faults = fault.New(nil, s.crash, l)
-	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupPaymentProducer}
+	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupPaymentProducer,
+		AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
 	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true, MaxOpenConns: 10},
 		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
@@ -215,7 +243,8 @@ func startStack(t *testing.T) *stack {
 	})
 	s.httpURL = "http://" + he.Host
 
-	c, err := mqclient.NewPushConsumer("test-payment-events", mqclient.WithNameServers(ns), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	c, err := mqclient.NewPushConsumer("test-payment-events", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithMiddleware(tracing.Middleware(tracing.Options{})))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +267,8 @@ func startStack(t *testing.T) *stack {
 	}
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 
-	s.prod, err = mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("test-order-producer"))
+	s.prod, err = mqclient.NewProducer(s.clientOpts(mqclient.WithProducerGroup("test-order-producer"),
+		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})))...)
 	if err != nil {
 		t.Fatal(err)
 	}

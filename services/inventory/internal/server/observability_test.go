@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	nethttp "net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	eventv1 "github.com/tidemq/tide/api/event/v1"
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/tracing"
+)
+
+// spanIn reports whether rec holds an ended span named name of kind in
+// trace id.
+func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind trace.SpanKind) bool {
+	for _, sp := range rec.Ended() {
+		if sp.Name() == name && sp.SpanKind() == kind && sp.SpanContext().TraceID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestServerTraceSpans: an order service stand-in's trace (an HTTP call
+// to the inventory API, then OrderCreated) continues in the inventory
+// service's HTTP server span, its consumer span, the outbox relay's
+// StockReserved send span (the trace context travels through the outbox
+// row) and the consumer span of a reader of inventory events.
+func TestServerTraceSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	// Before startStack: Kratos' tracing middleware takes its tracer from
+	// the global provider when the server is built.
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+		tp.Shutdown(context.Background())
+	})
+	s := startStack(t, false)
+
+	c, err := mqclient.NewPushConsumer("test-trace-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithMiddleware(tracing.Middleware(tracing.Options{})))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(eventv1.TopicInventoryEvents, "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+
+	ctx, span := otel.Tracer("test").Start(ctx, "order service: create order")
+	root := span.SpanContext().TraceID()
+	req, _ := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, s.httpURL+"/v1/products/p-mug", nil)
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s.sendCtx(t, ctx, &eventv1.OrderCreated{OrderId: "o-trace", Seq: 1, Items: []*eventv1.LineItem{{ProductId: "p-mug", Quantity: 1}}})
+	span.End()
+
+	waitFor(t, "the chain's spans in one trace", func() bool {
+		server := false
+		for _, sp := range rec.Ended() {
+			server = server || (sp.SpanKind() == trace.SpanKindServer && sp.SpanContext().TraceID() == root)
+		}
+		return server &&
+			spanIn(rec, root, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
+			spanIn(rec, root, eventv1.TopicInventoryEvents+" send", trace.SpanKindProducer) &&
+			spanIn(rec, root, eventv1.TopicInventoryEvents+" process", trace.SpanKindConsumer)
+	})
+}
+
+// inventoryACL is a plain_acl.yml with the service's account; admin
+// because the service creates its topics.
+const inventoryACL = `
+accounts:
+  - accessKey: inventoryKey
+    secretKey: inventorySecret
+    admin: true
+`
+
+// TestServerBrokerCredentials: against a broker with aclEnable, the
+// service's consumer, outbox producer and topic admin sign with
+// messaging.access_key/secret_key, so an order's stock is reserved and
+// StockReserved delivered, while an unsigned client is refused.
+func TestServerBrokerCredentials(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(inventoryACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, false, func(c *stackConfig) {
+		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
+		c.creds = mqclient.Credentials{AccessKey: "inventoryKey", SecretKey: "inventorySecret"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	unsigned, err := mqclient.NewProducer(mqclient.WithNameServers(s.ns), mqclient.WithProducerGroup("test-unsigned"),
+		mqclient.WithRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unsigned.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer unsigned.Shutdown(context.Background())
+	if _, err := unsigned.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderEvents, Body: []byte("x")}); err == nil ||
+		!strings.Contains(err.Error(), "No accessKey") {
+		t.Fatalf("unsigned send: %v, want a refusal", err)
+	}
+
+	got := make(chan string, 4)
+	c, err := mqclient.NewPushConsumer("test-acl-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(eventv1.TopicInventoryEvents, "*", func(_ context.Context, m *mqclient.MessageExt) error {
+		got <- m.Tag + "/" + m.ShardingKey
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown(context.Background())
+	s.send(t, &eventv1.OrderCreated{OrderId: "o-acl", Seq: 1, Items: []*eventv1.LineItem{{ProductId: "p-mug", Quantity: 1}}})
+	select {
+	case m := <-got:
+		if m != eventv1.TagStockReserved+"/o-acl" {
+			t.Fatalf("got %s, want StockReserved for o-acl", m)
+		}
+	case <-ctx.Done():
+		t.Fatal("no StockReserved through the signed outbox producer")
+	}
+}

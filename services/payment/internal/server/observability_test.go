@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	eventv1 "github.com/tidemq/tide/api/event/v1"
+	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/mqclient"
+)
+
+// spanIn reports whether rec holds an ended span named name of kind in
+// trace id.
+func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind trace.SpanKind) bool {
+	for _, sp := range rec.Ended() {
+		if sp.Name() == name && sp.SpanKind() == kind && sp.SpanContext().TraceID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestServerTraceSpans: POST /v1/payments (Kratos' HTTP server span),
+// the PaymentSucceeded send (producer span) and an order stand-in's
+// consumer span share one trace; and an OrderCancelled sent in another
+// trace is consumed by the service in that trace, whose refund event is
+// sent and consumed in it too.
+func TestServerTraceSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	s := startStack(t, func(c *stackConfig) { c.tp = tp })
+
+	r := s.pay(t, "trace-1", "otr1", "u-alice", 5)
+	if r.status != 200 {
+		t.Fatalf("pay: %d %s", r.status, r.raw)
+	}
+	var root trace.TraceID
+	for _, sp := range rec.Ended() {
+		if sp.SpanKind() == trace.SpanKindServer && strings.Contains(sp.Name(), "CreatePayment") {
+			root = sp.SpanContext().TraceID()
+		}
+	}
+	if !root.IsValid() {
+		t.Fatal("no HTTP server span for CreatePayment")
+	}
+	waitFor(t, "send and consume spans in the request's trace", func() bool {
+		return spanIn(rec, root, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
+			spanIn(rec, root, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
+	})
+
+	// The order is cancelled after the payment: the service consumes the
+	// cancellation (consumer span) and refunds (send span), all in the
+	// cancellation's trace.
+	s.orders.set("otr1", orderv1.OrderStatus_ORDER_STATUS_CANCELLED)
+	ctx, span := otel.Tracer("test").Start(context.Background(), "order service: cancel")
+	s.cancelOrderCtx(t, ctx, "otr1")
+	span.End()
+	cancelTrace := span.SpanContext().TraceID()
+	waitFor(t, "refund spans in the cancellation's trace", func() bool {
+		return spanIn(rec, cancelTrace, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
+			spanIn(rec, cancelTrace, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
+			spanIn(rec, cancelTrace, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
+	})
+}
+
+// cancelOrderCtx sends OrderCancelled with ctx's trace context.
+func (s *stack) cancelOrderCtx(t *testing.T, ctx context.Context, order string) {
+	t.Helper()
+	body, _ := eventv1.Marshal(&eventv1.OrderCancelled{OrderId: order, Seq: 3, Reason: "timeout"})
+	if _, err := s.prod.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.TagOrderCancelled,
+		Body: body, ShardingKey: order, Keys: []string{order}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// paymentACL is a plain_acl.yml with the service's account; admin because
+// the service creates its topics and reads broker state (reconcile).
+const paymentACL = `
+accounts:
+  - accessKey: paymentKey
+    secretKey: paymentSecret
+    admin: true
+`
+
+// TestServerBrokerCredentials: against a broker with aclEnable, the
+// service's transactional producer, consumer, topic admin and broker
+// reconciliation job sign with messaging.access_key/secret_key, while an
+// unsigned client is refused.
+func TestServerBrokerCredentials(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(paymentACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, func(c *stackConfig) {
+		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
+		c.creds = mqclient.Credentials{AccessKey: "paymentKey", SecretKey: "paymentSecret"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	unsigned, err := mqclient.NewProducer(mqclient.WithNameServers(s.ns), mqclient.WithProducerGroup("test-unsigned"),
+		mqclient.WithRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unsigned.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer unsigned.Shutdown(context.Background())
+	if _, err := unsigned.Send(ctx, &mqclient.Message{Topic: eventv1.TopicPaymentEvents, Body: []byte("x")}); err == nil ||
+		!strings.Contains(err.Error(), "No accessKey") {
+		t.Fatalf("unsigned send: %v, want a refusal", err)
+	}
+
+	if r := s.pay(t, "acl-1", "oacl1", "u-alice", 5); r.status != 200 {
+		t.Fatalf("pay: %d %s", r.status, r.raw)
+	}
+	waitFor(t, "PaymentSucceeded", func() bool { return s.events.n(eventv1.TagPaymentSucceeded, "oacl1") == 1 })
+	s.orders.set("oacl1", orderv1.OrderStatus_ORDER_STATUS_CANCELLED)
+	s.cancelOrder(t, "oacl1")
+	waitFor(t, "PaymentRefunded", func() bool { return s.events.n(eventv1.TagPaymentRefunded, "oacl1") == 1 })
+	if _, err := s.rc.Run(ctx, "broker", true); err != nil {
+		t.Fatalf("broker reconciliation with credentials: %v", err)
+	}
+}
