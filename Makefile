@@ -54,6 +54,10 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 bench: ## run the Go benchmarks of the codec, transport and store
 	@for m in pkg/remoting broker; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
+.PHONY: bench-compare
+bench-compare: ## compare Tide with NATS JetStream and Redis Streams on loopback, write docs/benchmarks/ (QUICK=1: ~3.5 min; full ~13 min; not CI)
+	@scripts/bench-compare.sh $(if $(QUICK),--quick)
+
 .PHONY: generate
 generate: ## regenerate protobuf/gRPC code (protoc), wire_gen.go files and recorded client frames (FRAMES=0 skips frames)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 1; }
@@ -78,20 +82,25 @@ generate-check: ## fail if make generate would change committed protobuf, gRPC o
 	if [ -n "$$out" ]; then echo "generated code is stale (run make generate and commit):"; echo "$$out"; exit 1; fi
 
 .PHONY: images
-images: ## build the local base rootfs and the MariaDB and Redis images, no registry (FORCE=1 rebuilds; deploy/images/README.md)
-	@deploy/images/bootstrap.sh $(if $(FORCE),-f)
+images: ## build every image with no registry: base rootfs, MariaDB, Redis (FORCE=1 rebuilds) and our daemons (deploy/images/README.md)
+	@deploy/images/bootstrap.sh $(if $(FORCE),-f) && deploy/images/build-apps.sh
 
 .PHONY: e2e
-e2e: ## run the end-to-end suite (not built yet, see README)
-	@if [ -d e2e ] && ls e2e/*.go >/dev/null 2>&1; then cd e2e && $(GO) test -tags e2e -count=1 ./...; else echo "e2e suite not built yet"; fi
+e2e: ## run the end-to-end suite: the whole system in containers (testcontainers-go, local images; e2e/README.md)
+	@cd e2e && TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 \
+		$(GO) test -count=1 -timeout 30m -v $(if $(RUN),-run '$(RUN)') ./...
 
 .PHONY: up
-up: ## start the demo stack with docker compose (not built yet, see README)
-	@if [ -f deploy/compose/docker-compose.yaml ]; then deploy/compose/up.sh; else echo "the compose demo is not built yet: see README.md, Status"; exit 1; fi
+up: ## start the demo stack with docker compose: images built when missing, waits until healthy, prints the URLs
+	@deploy/compose/up.sh
 
 .PHONY: down
-down: ## stop the demo stack
-	@if [ -f deploy/compose/docker-compose.yaml ]; then deploy/compose/down.sh; else echo "nothing to stop"; fi
+down: ## stop the demo stack (VOLUMES=1 also deletes its data)
+	@deploy/compose/down.sh
+
+.PHONY: demo
+demo: ## run the e2e scenarios against the running `make up` stack with curl and explain each step
+	@scripts/demo.sh $(SCENARIO)
 
 .PHONY: clean
 clean: ## remove build output

@@ -12,7 +12,11 @@ log="$root/bin/test.log"
 status=0
 for m in "$@"; do
 	echo "== $m"
-	(cd "$m" && "$GO" test -count=1 -p 2 -timeout 20m -v ./... ) >>"$log" 2>&1
+	timeout=20m
+	# the e2e suite starts the whole system in containers and runs its
+	# scenarios one after the other (e2e/README.md)
+	[ "$(basename "$m")" = e2e ] && timeout=30m
+	(cd "$m" && "$GO" test -count=1 -p 2 -timeout "$timeout" -v ./... ) >>"$log" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] && status=1
 done

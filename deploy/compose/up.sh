@@ -18,7 +18,7 @@ if ! docker image inspect "${MARIADB_IMAGE:-mariadb:10.11}" "${REDIS_IMAGE:-redi
 		../images/bootstrap.sh
 	fi
 fi
-../images/build-apps.sh
+../images/build-apps.sh nameserver broker order payment inventory
 
 profile=()
 [ -n "${PROFILE:-}" ] && profile=(--profile "$PROFILE")
@@ -62,5 +62,6 @@ Tide is up:
   order         http://127.0.0.1:${ORDER_HTTP_PORT:-8000}/v1/orders
   inventory     http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}/v1/products
   payment       http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}/v1/payments
-Stop with: make down
+  faults        /v1/faults on each service (FAULT_ADMIN=${FAULT_ADMIN:-true})
+See it work: make demo        Stop with: make down
 MSG
