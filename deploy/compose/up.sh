@@ -18,7 +18,7 @@ if ! docker image inspect "${MARIADB_IMAGE:-mariadb:10.11}" "${REDIS_IMAGE:-redi
 		../images/bootstrap.sh
 	fi
 fi
-../images/build-apps.sh nameserver broker order payment inventory
+../images/build-apps.sh nameserver broker order payment inventory console
 
 profile=()
 [ -n "${PROFILE:-}" ] && profile=(--profile "$PROFILE")
@@ -63,5 +63,8 @@ Tide is up:
   inventory     http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}/v1/products
   payment       http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}/v1/payments
   faults        /v1/faults on each service (FAULT_ADMIN=${FAULT_ADMIN:-true})
+  console       http://127.0.0.1:${CONSOLE_PORT:-8080}/  (e.g. /orders/<order id>)
+  ACL           on: services are whitelisted; from the host sign as tideAdmin, e.g.
+                bin/mqadmin clusterList -n 127.0.0.1:9876 --access-key tideAdmin --secret-key tide-admin-secret
 See it work: make demo        Stop with: make down
 MSG
