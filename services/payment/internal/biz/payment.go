@@ -98,6 +98,12 @@ type PaymentRepo interface {
 	// SetStatus moves a payment from one status to another; false if it
 	// was not in from.
 	SetStatus(ctx context.Context, id string, from, to Status, reason string) (bool, error)
+	// LockOrder takes the order's lock (one row per order) for the
+	// transaction in ctx, blocking while another transaction holds it;
+	// it is released when that transaction ends. The payment's local
+	// transaction and the cancellation's both take it first, so they
+	// serialize per order.
+	LockOrder(ctx context.Context, orderID string) error
 	// MarkOrderCancelled records the order's cancellation (idempotent).
 	MarkOrderCancelled(ctx context.Context, orderID, reason string) error
 	// OrderCancelled reads the mark with a lock (SELECT … FOR UPDATE).
@@ -263,9 +269,17 @@ func (uc *PaymentUsecase) pay(ctx context.Context, req *CreateRequest) (*Payment
 	lctx, cancel := context.WithTimeout(ctx, uc.opts.LocalTxTimeout)
 	defer cancel()
 	err := uc.pub.Publish(lctx, ev, func(ctx context.Context) error {
-		// The payment row goes in before the cancellation check: a
-		// concurrent OrderCancelled either commits its mark first (we see
-		// it and roll back) or its refund waits on our row and refunds.
+		// The order's lock first: a concurrent OrderCancelled takes it
+		// too, before its mark, so either its mark committed before we
+		// got the lock (we see it below and roll back: nothing debited)
+		// or its mark waits until this transaction ended, and the refund
+		// that follows the mark finds our committed payment. A plain
+		// read of the payment by the refund would not wait for our
+		// uncommitted row: without this lock the payment could commit
+		// just after the cancellation was handled, and never be refunded.
+		if err := uc.payments.LockOrder(ctx, p.OrderID); err != nil {
+			return err
+		}
 		if err := uc.payments.Create(ctx, p); err != nil {
 			return err
 		}
@@ -309,10 +323,17 @@ var errNothingToRefund = errors.Conflict("NOTHING_TO_REFUND", "payment is not re
 
 // MarkOrderCancelled records an order's cancellation, so that a later
 // payment for it is refused. It joins the transaction in ctx (the
-// idempotent consumer's, with its dedup record).
+// idempotent consumer's, with its dedup record), which must exist: it
+// first takes the order's lock, so it blocks while a payment's local
+// transaction for the order is open (at most its LocalTxTimeout), and
+// once its transaction committed, every payment of the order has either
+// committed or will see the mark.
 func (uc *PaymentUsecase) MarkOrderCancelled(ctx context.Context, orderID, reason string) error {
 	if orderID == "" {
 		return ErrInvalidArgument.WithMetadata(map[string]string{"field": "order_id"})
+	}
+	if err := uc.payments.LockOrder(ctx, orderID); err != nil {
+		return err
 	}
 	return uc.payments.MarkOrderCancelled(ctx, orderID, reason)
 }
@@ -321,8 +342,9 @@ func (uc *PaymentUsecase) MarkOrderCancelled(ctx context.Context, orderID, reaso
 // transactional PaymentRefunded, and reports whether this call refunded.
 // It is idempotent: the conditional SUCCEEDED→REFUNDED update lets one
 // refund commit, any other call finds nothing to refund. Call it after
-// the cancellation mark committed: a payment racing the mark then either
-// saw the mark (and rolled back) or is refunded here.
+// the cancellation mark committed: the order's lock (MarkOrderCancelled,
+// pay) makes a payment racing the mark either see the mark (and roll
+// back) or commit before the mark, so it is refunded here.
 func (uc *PaymentUsecase) RefundOrder(ctx context.Context, orderID, reason string) (bool, error) {
 	p, err := uc.payments.GetByOrder(ctx, orderID)
 	if err != nil || p == nil || p.Status != StatusSucceeded {

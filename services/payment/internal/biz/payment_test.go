@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ type mem struct {
 	emitted   []Event // plain re-emissions
 	failCapt  error
 	orders    map[string]OrderStatus
+	locked    []string // LockOrder calls, in order
 }
 
 type memKey struct {
@@ -100,6 +102,10 @@ func (m paymentsFake) SetStatus(_ context.Context, id string, from, to Status, r
 	p.Status, p.Reason = to, reason
 	m.payments[id] = p
 	return true, nil
+}
+func (m paymentsFake) LockOrder(_ context.Context, o string) error {
+	m.locked = append(m.locked, o)
+	return nil
 }
 func (m paymentsFake) MarkOrderCancelled(_ context.Context, o, _ string) error {
 	m.cancelled[o] = true
@@ -260,6 +266,10 @@ func TestCancellation(t *testing.T) {
 	}
 	if m.balances["alice"] != 1000 || len(m.sent) != 2 || m.sent[1].Kind != EventPaymentRefunded || m.sent[1].Seq != 2 {
 		t.Fatalf("balance %d events %+v", m.balances["alice"], m.sent)
+	}
+	// Both the payments and the cancellations took the order's lock.
+	if want := []string{"o1", "o1", "o2", "o2"}; !slices.Equal(m.locked, want) {
+		t.Fatalf("orders locked %v, want %v", m.locked, want)
 	}
 }
 

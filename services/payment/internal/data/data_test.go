@@ -171,3 +171,79 @@ func TestDataIdempotencyStore(t *testing.T) {
 		t.Fatalf("fn ran %d times, want 2 (the failed one and the first)", runs)
 	}
 }
+
+// running counts the statements of d's database other sessions are
+// running whose text matches like (a SQL LIKE pattern). A statement
+// that can only wait for a lock the test holds is seen there until the
+// lock is released. (information_schema.INNODB_TRX of MariaDB 10.11 does
+// not list every waiting transaction reliably.)
+func running(t *testing.T, d *Data, like string) int64 {
+	t.Helper()
+	var n int64
+	err := d.Gorm().Raw(`SELECT COUNT(*) FROM information_schema.PROCESSLIST
+		WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INFO LIKE ?`, like).Scan(&n).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// LockOrder serializes transactions per order, on a new row and on an
+// existing one, and refuses to run outside a transaction.
+func TestDataLockOrder(t *testing.T) {
+	d := newTestData(t)
+	payments := NewPaymentRepo(d)
+	ctx := context.Background()
+	if err := payments.LockOrder(ctx, "o1"); !errors.Is(err, ErrNoTransaction) {
+		t.Fatalf("LockOrder outside a transaction: %v", err)
+	}
+	for _, name := range []string{"new row", "existing row"} {
+		t.Run(name, func(t *testing.T) {
+			held, release := make(chan struct{}), make(chan struct{})
+			first := make(chan error, 1)
+			go func() {
+				first <- d.InTx(ctx, func(ctx context.Context) error {
+					err := payments.LockOrder(ctx, "o1")
+					close(held)
+					<-release
+					return err
+				})
+			}()
+			released := false
+			defer func() {
+				if !released {
+					close(release)
+				}
+			}()
+			<-held
+			// Another order is not blocked.
+			if err := d.InTx(ctx, func(ctx context.Context) error { return payments.LockOrder(ctx, "o2") }); err != nil {
+				t.Fatal(err)
+			}
+			second := make(chan error, 1)
+			go func() {
+				second <- d.InTx(ctx, func(ctx context.Context) error { return payments.LockOrder(ctx, "o1") })
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for running(t, d, "INSERT INTO order_locks%") != 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the second LockOrder never ran")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			select {
+			case err := <-second:
+				t.Fatalf("second LockOrder returned (%v) while the first holds the lock", err)
+			default:
+			}
+			released = true
+			close(release)
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-second; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -50,6 +50,10 @@ func isDuplicate(err error) (string, bool) {
 	return "", false
 }
 
+// ErrNoTransaction: a repository method that only makes sense inside a
+// transaction (LockOrder) was called without one in its context.
+var ErrNoTransaction = errors.New("data: no transaction in context")
+
 type paymentRepo struct{ data *Data }
 
 // NewPaymentRepo returns the gorm PaymentRepo.
@@ -102,6 +106,26 @@ func (r *paymentRepo) SetStatus(ctx context.Context, id string, from, to biz.Sta
 		return false, fmt.Errorf("data: payment %s %s->%s: %w", id, from, to, res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// LockOrder upserts the order's order_locks row: the new row's insert
+// lock, or the exclusive lock that ON DUPLICATE KEY UPDATE takes on an
+// existing row, is held until the transaction in ctx ends, so a second
+// transaction locking the same order blocks until then (bounded by
+// innodb_lock_wait_timeout and ctx). Waiters ask for the exclusive lock
+// straight away (no shared-then-exclusive upgrade, the INSERT IGNORE
+// pattern's deadlock). Without a transaction in ctx the lock would be
+// released at once: ErrNoTransaction.
+func (r *paymentRepo) LockOrder(ctx context.Context, orderID string) error {
+	if _, ok := ctx.Value(txKey{}).(*gorm.DB); !ok {
+		return fmt.Errorf("lock order %s: %w", orderID, ErrNoTransaction)
+	}
+	err := r.data.DB(ctx).Exec("INSERT INTO order_locks (order_id, locked_at) VALUES (?, ?) "+
+		"ON DUPLICATE KEY UPDATE locked_at = VALUES(locked_at)", orderID, time.Now().UTC()).Error
+	if err != nil {
+		return fmt.Errorf("data: lock order %s: %w", orderID, err)
+	}
+	return nil
 }
 
 func (r *paymentRepo) MarkOrderCancelled(ctx context.Context, orderID, reason string) error {
