@@ -25,11 +25,13 @@ type processQueue struct {
 	base      int64 // commit offset when nothing is pending
 	nextPull  int64
 	lastSaved int64
-	brokerID  int64                  // suggested broker for the next pull
-	keys      map[string][]lineEntry // ordered: per-key messages not yet started
-	busy      map[string]bool        // ordered: keys with a running task
-	locked    bool
-	lockUntil time.Time
+	// lastSavedAt is when lastSaved was written (recommitAfter).
+	lastSavedAt time.Time
+	brokerID    int64                  // suggested broker for the next pull
+	keys        map[string][]lineEntry // ordered: per-key messages not yet started
+	busy        map[string]bool        // ordered: keys with a running task
+	locked      bool
+	lockUntil   time.Time
 
 	// commitMu serialises the queue's offset writes (commit loop, drop,
 	// Shutdown), so an older offset computed earlier can never be written
@@ -102,12 +104,19 @@ func (pq *processQueue) commitOffset() (int64, bool) {
 			off = o
 		}
 	}
-	return off, off != pq.lastSaved
+	// An unchanged offset is written again now and then, as RocketMQ's
+	// clients rewrite every offset each persist interval: a broker that
+	// was killed before persisting its offset table has an older one, and
+	// a queue receiving nothing new would otherwise never be corrected.
+	return off, off != pq.lastSaved || time.Since(pq.lastSavedAt) >= recommitAfter
 }
+
+// recommitAfter is how often an unchanged offset is written again.
+const recommitAfter = 20 * time.Second
 
 func (pq *processQueue) committed(off int64) {
 	pq.mu.Lock()
-	pq.lastSaved = off
+	pq.lastSaved, pq.lastSavedAt = off, time.Now()
 	pq.mu.Unlock()
 }
 
