@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -169,6 +170,44 @@ func (cl *Client) Invoke(ctx context.Context, addr string, req *protocol.Command
 		return nil, err
 	}
 	return c.Invoke(ctx, req)
+}
+
+// cachedConn returns the open connection to addr, or nil when there is
+// none yet (or it failed); err only when the client cannot be used.
+func (cl *Client) cachedConn(addr string) (*Conn, error) {
+	if cl.err != nil {
+		return nil, cl.err
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed {
+		return nil, fmt.Errorf("%w: client is closed", ErrClosed)
+	}
+	if e := cl.conns[addr]; e != nil {
+		select {
+		case <-e.ready:
+			if e.conn != nil && e.conn.Err() == nil {
+				return e.conn, nil
+			}
+		default:
+		}
+	}
+	return nil, nil
+}
+
+// InvokeTimeout sends req to addr and waits for the response; see
+// Conn.InvokeTimeout. A dial it needs is bounded by timeout too.
+func (cl *Client) InvokeTimeout(ctx context.Context, addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
+	c, err := cl.cachedConn(addr)
+	if c == nil && err == nil { // first use: dial under a deadline
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		c, err = cl.Conn(dctx, addr)
+		cancel()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.InvokeTimeout(ctx, req, timeout)
 }
 
 // InvokeAsync sends req to addr; cb gets the response. See

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/remoting/workers"
 )
 
 const (
@@ -205,7 +206,8 @@ func (f *future) complete(cmd *protocol.Command, err error) {
 	if f.stop != nil {
 		f.stop()
 	}
-	go f.cb(cmd, err)
+	cb := f.cb
+	workers.Shared().Go(func() { cb(cmd, err) })
 }
 
 func (c *Conn) takeFuture(opaque int32) *future {
@@ -247,6 +249,36 @@ func (c *Conn) request(req *protocol.Command, oneway bool) protocol.Command {
 // resp.Err() to turn a non-SUCCESS code into an error. A response arriving
 // after the call gave up is dropped.
 func (c *Conn) Invoke(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+	return c.invoke(ctx, req, 0)
+}
+
+// InvokeTimeout is Invoke bounded by timeout as well as by ctx: after
+// timeout it fails with ErrTimeout (matching context.DeadlineExceeded too).
+// It costs one pooled timer instead of a derived context (context, timer
+// and channel per call), which counts on the send path. timeout <= 0 means
+// no bound beyond ctx.
+func (c *Conn) InvokeTimeout(ctx context.Context, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
+	return c.invoke(ctx, req, timeout)
+}
+
+// timerPool holds stopped timers. Since Go 1.23 a stopped or reset timer
+// never delivers a stale value, so reuse is safe.
+var timerPool sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
+}
+
+func (c *Conn) invoke(ctx context.Context, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx, fmt.Sprintf("invoke code %d on %s", req.Code, c.nc.RemoteAddr()))
 	}
@@ -261,6 +293,12 @@ func (c *Conn) Invoke(ctx context.Context, req *protocol.Command) (*protocol.Com
 	c.futures[r.Opaque] = f
 	c.mu.Unlock()
 
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := getTimer(timeout)
+		defer putTimer(t)
+		expired = t.C
+	}
 	if err := c.send(&r); err != nil {
 		if c.takeFuture(r.Opaque) != nil {
 			return nil, err
@@ -270,6 +308,13 @@ func (c *Conn) Invoke(ctx context.Context, req *protocol.Command) (*protocol.Com
 	}
 	select {
 	case res := <-f.ch:
+		return res.cmd, res.err
+	case <-expired:
+		if c.takeFuture(r.Opaque) != nil {
+			return nil, fmt.Errorf("%w: invoke code %d opaque %d on %s: no response within %v: %w",
+				ErrTimeout, req.Code, r.Opaque, c.nc.RemoteAddr(), timeout, context.DeadlineExceeded)
+		}
+		res := <-f.ch // the response won the race
 		return res.cmd, res.err
 	case <-ctx.Done():
 		if c.takeFuture(r.Opaque) != nil {
@@ -557,7 +602,7 @@ func (c *Conn) dispatch(req *protocol.Command) {
 		}
 		return
 	}
-	go c.run(h, req)
+	workers.Shared().Go(func() { c.run(h, req) })
 }
 
 func (c *Conn) run(h Handler, req *protocol.Command) {

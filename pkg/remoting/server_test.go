@@ -166,6 +166,48 @@ func TestInvokeTimeout(t *testing.T) {
 	}
 }
 
+// InvokeTimeout bounds a call without a context deadline, leaves no
+// future behind, and its pooled timers do not fire into later calls.
+func TestInvokeTimeoutParameter(t *testing.T) {
+	s, addr := newTestServer(t, ServerOptions{})
+	release := make(chan struct{})
+	s.HandleFunc(protocol.PullMessage, func(_ context.Context, _ *Conn, req *protocol.Command) *protocol.Command {
+		<-release
+		return protocol.NewResponse(req, protocol.Success, "late")
+	})
+	cl := newTestClient(t)
+	// The first call also dials, under the same bound.
+	_, err := cl.InvokeTimeout(context.Background(), addr, protocol.NewRequest(protocol.PullMessage, nil, nil), 50*time.Millisecond)
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
+	}
+	c, err := cl.Conn(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	pending := len(c.futures)
+	c.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d futures left after the timeout", pending)
+	}
+	close(release)
+	// Many quick calls with short timeouts reuse timers: none may time out
+	// because of an earlier call's timer.
+	for i := range 200 {
+		resp, err := cl.InvokeTimeout(context.Background(), addr, request(i), 5*time.Second)
+		if err != nil || resp.Ext("i") != strconv.Itoa(i) {
+			t.Fatalf("call %d: resp %+v err %v", i, resp, err)
+		}
+	}
+	// ctx still ends the call first when it is done first.
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if _, err := cl.InvokeTimeout(cctx, addr, request(1), time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("cancelled: err = %v", err)
+	}
+}
+
 func TestInvokeAsync(t *testing.T) {
 	s, addr := newTestServer(t, ServerOptions{})
 	release := make(chan struct{})

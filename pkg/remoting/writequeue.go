@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -10,13 +11,21 @@ import (
 // writeQueue orders and coalesces the frame writes of one connection
 // without a goroutine of its own and without holding a lock across I/O.
 //
-// Whoever writes while no write is in progress writes its frame at once
-// (one syscall, no handoff). Frames written meanwhile join the pending
-// batch; when the write in progress ends, the first writer of that batch
-// (its leader) is woken and writes the whole batch in one syscall (writev
-// on TCP, one buffer otherwise, e.g. TLS), then hands over to the next
-// batch. So each caller performs at most one write, the lock guards only
-// the queue, and under load a syscall carries many frames.
+// Whoever writes while no write is in progress becomes the writer: it
+// yields the processor once (runtime.Gosched) so that goroutines already
+// runnable -- typically the handlers of requests read in the same burst,
+// or other senders -- can queue their frames, then writes its frame and
+// everything queued meanwhile in one syscall. After a yield that gathered
+// nothing the next yieldBackoff idle writes do not yield. Frames written while a write
+// is in progress join the pending batch; when that write ends, the first
+// writer of the batch (its leader) is woken and writes the whole batch in
+// one syscall (writev on TCP, one buffer otherwise, e.g. TLS), then hands
+// over to the next batch. So each caller performs at most one write, the
+// lock guards only the queue, and under load a syscall carries many
+// frames. The yield costs a lone writer well under a microsecond (nothing
+// else is runnable); with many writers it replaces a syscall per frame
+// (each also waking the peer's reader) by one per burst: measured in
+// BenchmarkWriteQueueBurst and in tools/mqbench (docs/benchmarks/analysis.md).
 //
 // Contract of write: safe for concurrent use; frames go out in the order
 // their write calls entered the queue; it blocks until the frame is
@@ -37,15 +46,25 @@ type writeQueue struct {
 	pending *writeBatch
 	queued  int   // bytes in pending
 	err     error // sticky; set once
+	// skipYields counts idle writes still to go without yielding: a yield
+	// that gathered nothing (one request at a time, a consumer's pulls)
+	// only cost a trip through the scheduler's global queue, so the next
+	// yieldBackoff idle writes go straight out.
+	skipYields int
 }
+
+// yieldBackoff is how many idle writes skip the yield after one that
+// gathered no other frame.
+const yieldBackoff = 16
 
 // writeBatch is frames queued behind a write in progress. Its fields other
 // than bufs are written before turn or done is closed and read after.
 type writeBatch struct {
-	bufs [][]byte
-	err  error
-	turn chan struct{} // closed when the leader may write (or err is set)
-	done chan struct{} // closed when the batch is written or failed
+	bufs     [][]byte
+	err      error
+	absorbed bool          // written by the yielding writer together with its own frame
+	turn     chan struct{} // closed when the leader may write (or err is set)
+	done     chan struct{} // closed when the batch is written or failed
 }
 
 func (q *writeQueue) init(nc net.Conn) {
@@ -72,8 +91,15 @@ func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, er
 	}
 	if !q.busy {
 		q.busy = true
+		yield := q.skipYields == 0
+		if !yield {
+			q.skipYields--
+		}
 		q.mu.Unlock()
-		return q.release(q.writeOut(timeout, frame, nil))
+		if !yield {
+			return q.release(q.writeOut(timeout, frame, nil))
+		}
+		return q.release(q.writeIdle(timeout, frame))
 	}
 	b := q.pending
 	lead := b == nil
@@ -89,7 +115,8 @@ func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, er
 		return false, b.err
 	}
 	<-b.turn
-	if b.err != nil {
+	if b.absorbed || b.err != nil {
+		<-b.done
 		return false, b.err
 	}
 	// release detached b from pending before closing turn: nobody
@@ -105,6 +132,39 @@ func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, er
 	}
 	close(b.done)
 	return q.release(werr)
+}
+
+// writeIdle is the write of a caller that found the queue idle (it holds
+// busy): yield once, then write frame with whatever was queued meanwhile.
+// The absorbed batch is completed here; its leader only waits for done.
+func (q *writeQueue) writeIdle(timeout time.Duration, frame []byte) error {
+	runtime.Gosched()
+	q.mu.Lock()
+	b := q.pending
+	if b == nil {
+		q.skipYields = yieldBackoff
+		q.mu.Unlock()
+		return q.writeOut(timeout, frame, nil)
+	}
+	q.pending, q.queued = nil, 0
+	q.room.Broadcast()
+	q.mu.Unlock()
+	// frame entered the queue first (it took busy before b existed).
+	bufs := make([][]byte, 0, len(b.bufs)+1)
+	bufs = append(append(bufs, frame), b.bufs...)
+	werr := q.writeOut(timeout, nil, bufs)
+	q.mu.Lock()
+	if werr != nil && q.err == nil {
+		q.err = werr
+	}
+	if werr != nil {
+		b.err = q.err
+	}
+	q.mu.Unlock()
+	b.absorbed = true
+	close(b.done)
+	close(b.turn)
+	return werr
 }
 
 // writeOut writes one frame or a batch of frames. Only the writer holding
