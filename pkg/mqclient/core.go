@@ -50,6 +50,11 @@ type route struct {
 	data *protocol.TopicRouteData
 	pub  []Queue // writable queues of brokers with a master
 	sub  []Queue // readable queues
+	// next is the topic's round-robin position among pub. Per topic, as
+	// in RocketMQ's clients: one counter shared by all topics sends a
+	// producer cycling over N topics (N a multiple of the queue count) to
+	// a single queue of each.
+	next atomic.Uint64
 }
 
 func newCore(s settings) *core {
@@ -142,9 +147,9 @@ func (c *core) close() {
 // invoke sends req to addr and waits at most timeout (or ctx) for the
 // response. A REQUEST_CODE_NOT_SUPPORTED answer becomes ErrNotSupported.
 func (c *core) invoke(ctx context.Context, addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, req)
+	// InvokeTimeout, not a derived context: a context, a timer and a
+	// channel per request counted on the send path.
+	resp, err := c.rc.InvokeTimeout(ctx, addr, req, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/remoting/workers"
 )
 
 // propTimerDelUniqKey names the timer message a recall message cancels
@@ -48,7 +49,6 @@ type Producer struct {
 	c     *core
 	state atomic.Int32 // 0 new, 1 running, 2 shut down
 	sel   QueueSelector
-	rr    roundRobin
 
 	async    sync.WaitGroup
 	asyncSem chan struct{}
@@ -265,7 +265,9 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		return ctx.Err()
 	}
 	p.async.Add(1)
-	go func() {
+	// A reused goroutine: a fresh one per message regrew its stack
+	// every time (see pkg/remoting/workers).
+	workers.Shared().Go(func() {
 		defer p.async.Done()
 		res, err := p.send(ctx, o, false)
 		<-p.asyncSem
@@ -273,7 +275,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		if cb != nil {
 			cb(res, err)
 		}
-	}()
+	})
 	return nil
 }
 
@@ -384,7 +386,8 @@ func (p *Producer) Recall(ctx context.Context, res *SendResult) error {
 // pick chooses the queue of one attempt. Messages with a fixed or sharded
 // queue keep it; others avoid the last failed broker and isolated brokers
 // when any other broker is available.
-func (p *Producer) pick(o *outgoing, qs []Queue, lastFailed string) Queue {
+func (p *Producer) pick(o *outgoing, r *route, lastFailed string) Queue {
+	qs := r.pub
 	if o.queue != nil {
 		return *o.queue
 	}
@@ -392,7 +395,7 @@ func (p *Producer) pick(o *outgoing, qs []Queue, lastFailed string) Queue {
 		return p.sel.Select(o.msg, qs)
 	}
 	n := len(qs)
-	start := int(p.rr.n.Add(1) - 1)
+	start := int(r.next.Add(1) - 1)
 	fallback := -1
 	for i := 0; i < n; i++ {
 		q := qs[(start+i)%n]
@@ -446,7 +449,7 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			lastErr = fmt.Errorf("%w: %s has no writable queue", ErrTopicNotFound, o.topic)
 			break
 		}
-		q := p.pick(o, r.pub, lastBroker)
+		q := p.pick(o, r, lastBroker)
 		addr, err := p.c.masterAddr(ctx, q.BrokerName, o.topic)
 		if err != nil {
 			lastErr, lastBroker = err, q.BrokerName

@@ -107,6 +107,24 @@ func TestProducerSelectors(t *testing.T) {
 	if len(queues) != 8 {
 		t.Errorf("round robin used %d of 8 queues", len(queues))
 	}
+	// Round robin is per topic: a producer alternating between two topics
+	// of 8 queues still uses every queue of each (one counter for all
+	// topics would send each topic's messages to every other queue).
+	other := e.topic(t, 8)
+	used := map[string]map[int32]bool{topic: {}, other: {}}
+	for i := 0; i < 32; i++ {
+		tp := []string{topic, other}[i%2]
+		res, err := p.Send(ctx, &mqclient.Message{Topic: tp, Body: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used[tp][res.Queue.QueueID] = true
+	}
+	for tp, qs := range used {
+		if len(qs) != 8 {
+			t.Errorf("alternating topics: %s used %d of 8 queues", tp, len(qs))
+		}
+	}
 	for _, key := range []string{"order-1", "order-2", "order-3"} {
 		var q int32 = -1
 		for i := 0; i < 5; i++ {
