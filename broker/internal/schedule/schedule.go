@@ -114,7 +114,11 @@ func Divert(m *protocol.MessageExt, levels int) bool {
 	if tx := protocol.TxType(m.SysFlag); tx == protocol.SysFlagTxPrepared || tx == protocol.SysFlagTxRollback {
 		return false
 	}
-	level, err := strconv.Atoi(m.Property(protocol.PropDelayLevel))
+	lv := m.Property(protocol.PropDelayLevel)
+	if lv == "" { // most messages: no parse (and no error to allocate)
+		return false
+	}
+	level, err := strconv.Atoi(lv)
 	if err != nil || level <= 0 || levels <= 0 {
 		return false
 	}

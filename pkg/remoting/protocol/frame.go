@@ -147,7 +147,8 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	for i, k := range sortedKeys(c.ExtFields) {
+	var kb [32]string
+	for i, k := range sortedKeys(kb[:0], c.ExtFields) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -159,11 +160,11 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	return dst
 }
 
-// sortedKeys returns m's keys in order (the wire order, fixed by the
-// golden frames). slices.Sort, unlike sort.Strings, does not make the
-// slice escape, so small headers sort on the caller's stack.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to keys and sorts them (the wire order,
+// fixed by the golden frames). slices.Sort, unlike sort.Strings, does not
+// make the slice escape, so with a buffer from the caller's stack small
+// headers sort without allocating.
+func sortedKeys(keys []string, m map[string]string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -295,7 +296,8 @@ func (c *Command) appendBinaryHeader(dst []byte) []byte {
 	dst = append(dst, c.Remark...)
 	lenPos := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for _, k := range sortedKeys(c.ExtFields) {
+	var kb [32]string
+	for _, k := range sortedKeys(kb[:0], c.ExtFields) {
 		v := c.ExtFields[k]
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)

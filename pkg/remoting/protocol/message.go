@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -90,7 +90,8 @@ func EncodeProperties(props map[string]string) string {
 	if len(props) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(props))
+	var kb [24]string // on the stack for the usual handful of properties
+	keys := kb[:0]
 	n := 0
 	for k, v := range props {
 		if k == "" || v == "" {
@@ -99,7 +100,7 @@ func EncodeProperties(props map[string]string) string {
 		keys = append(keys, k)
 		n += len(k) + len(v) + 2
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	var b strings.Builder
 	b.Grow(n)
 	for _, k := range keys {

@@ -354,6 +354,10 @@ func TestTagsHashCode(t *testing.T) {
 		{"TagC", 2598921, 2598921},
 		{"hello world", 1794106052, 1794106052},
 		{"标签", 857175, GoTagsHashCode("标签")},
+		// outside the BMP Java hashes the surrogate pair D83D DE00
+		{"\U0001F600", 31*0xD83D + 0xDE00, GoTagsHashCode("\U0001F600")},
+		// invalid UTF-8 hashes as U+FFFD, as Java decodes it
+		{"\xff", 0xFFFD, 0xFF},
 	} {
 		if got := TagsHashCode(tc.tag); got != tc.java {
 			t.Errorf("TagsHashCode(%q) = %d, want %d", tc.tag, got, tc.java)

@@ -36,7 +36,13 @@ func OffsetMsgID(storeHost netip.AddrPort, commitLogOffset int64) string {
 	n += 4
 	binary.BigEndian.PutUint64(b[n:], uint64(commitLogOffset))
 	n += 8
-	return strings.ToUpper(hex.EncodeToString(b[:n]))
+	// Upper-case hex in one allocation (the id is on every send response).
+	const upperHex = "0123456789ABCDEF"
+	var h [56]byte
+	for i, c := range b[:n] {
+		h[2*i], h[2*i+1] = upperHex[c>>4], upperHex[c&0x0f]
+	}
+	return string(h[:2*n])
 }
 
 // ParseOffsetMsgID extracts the store host and commit log offset from an

@@ -1,6 +1,9 @@
 package protocol
 
-import "unicode/utf16"
+import (
+	"unicode"
+	"unicode/utf16"
+)
 
 // TagsHashCode returns the consume-queue tags code of a tag: Java's
 // String.hashCode over the tag's UTF-16 code units, widened to int64. An
@@ -10,8 +13,12 @@ import "unicode/utf16"
 // this only for ASCII tags; see GoTagsHashCode.
 func TagsHashCode(tag string) int64 {
 	var h int32
-	for _, u := range utf16.Encode([]rune(tag)) {
-		h = 31*h + int32(u)
+	for _, r := range tag { // Java hashes UTF-16 code units
+		if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar || r2 != unicode.ReplacementChar {
+			h = 31*(31*h+int32(r1)) + int32(r2)
+			continue
+		}
+		h = 31*h + int32(r)
 	}
 	return int64(h)
 }
