@@ -9,6 +9,9 @@
 // or validate stops start-up with a one-line message and exit status 1.
 // -n overrides namesrvAddr (';'-separated). SIGINT/SIGTERM shut the broker
 // down gracefully: stop accepting, drain, flush, persist.
+//
+// The garbage collector runs at GOGC=400 unless the GOGC environment
+// variable says otherwise (see defaultGCPercent).
 package main
 
 import (
@@ -16,15 +19,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tidemq/tide/pkg/remoting"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/props"
 )
 
@@ -33,7 +37,29 @@ var Version = "dev"
 
 const shutdownTimeout = 30 * time.Second
 
+// defaultGCPercent is the broker's GOGC when the environment sets none.
+// The broker's live heap is small (message data lives in the mapped commit
+// log, not on the heap) while every request allocates, so at Go's default
+// of 100 the collector ran several times a second under load and, with it,
+// scanned every connection goroutine's stack: 400 doubled the in-process
+// send benchmark's async throughput (docs/benchmarks/analysis.md). The
+// heap may grow to five times the live data, typically tens of MiB.
+const defaultGCPercent = 400
+
+// tuneGC applies defaultGCPercent unless GOGC is set (the runtime has
+// read it already) and returns the percent in effect.
+func tuneGC(getenv func(string) string) int {
+	if v := getenv("GOGC"); v != "" {
+		p := debug.SetGCPercent(100) // read the runtime's value back
+		debug.SetGCPercent(p)
+		return p
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent
+}
+
 func main() {
+	tuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,23 @@ func TestRunStartsAndStops(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "someJavaOnlyKey") {
 		t.Fatalf("unknown key not warned about:\n%s", log.String())
+	}
+}
+
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	if got := tuneGC(func(string) string { return "" }); got != defaultGCPercent {
+		t.Fatalf("no GOGC: %d, want %d", got, defaultGCPercent)
+	}
+	if p := debug.SetGCPercent(defaultGCPercent); p != defaultGCPercent {
+		t.Fatalf("runtime GC percent %d, want %d", p, defaultGCPercent)
+	}
+	// With GOGC set, the runtime's value (here 150) is left as it is.
+	debug.SetGCPercent(150)
+	if got := tuneGC(func(string) string { return "150" }); got != 150 {
+		t.Fatalf("GOGC=150: %d", got)
+	}
+	if p := debug.SetGCPercent(150); p != 150 {
+		t.Fatalf("runtime GC percent %d, want 150", p)
 	}
 }

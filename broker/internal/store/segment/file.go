@@ -211,6 +211,16 @@ func mapFile(fd *os.File, path string, base, size int64, mode Mode) (*File, erro
 		fd.Close()
 		return nil, fmt.Errorf("mmap segment %s: %w", path, err)
 	}
+	if mode == MapWriteSparse {
+		// No fault-around/readahead for consume queue and index files. A
+		// fault on a hole otherwise zero-fills a whole readahead window
+		// (up to megabytes with large folios) to store one 20-byte unit:
+		// with 8,000 queues written round robin that memset was two thirds
+		// of the broker's CPU (docs/benchmarks/analysis.md, scale). Their
+		// readers stay on recently written, cached pages. Advisory: an
+		// error only costs speed.
+		_ = syscall.Madvise(data, syscall.MADV_RANDOM)
+	}
 	f := &File{path: path, base: base, size: size, fd: fd, data: data, mode: mode}
 	f.refs.Store(1)
 	return f, nil
