@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-kratos/kratos/v2 v2.9.2
 	github.com/google/wire v0.7.0
+	github.com/tidemq/tide/services/kit v0.0.0-00010101000000-000000000000
 	google.golang.org/protobuf v1.36.11
 )
 
@@ -33,7 +34,9 @@ require (
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.38.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.38.0 // indirect
 	go.opentelemetry.io/otel/metric v1.38.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.38.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.7.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
@@ -53,6 +56,7 @@ replace (
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
 	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
+	github.com/tidemq/tide/services/kit => ../kit
 )
 
 require (
@@ -66,8 +70,6 @@ require (
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.38.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.38.0
-	go.opentelemetry.io/otel/sdk v1.38.0
 	go.opentelemetry.io/otel/trace v1.38.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2

@@ -15,8 +15,8 @@ require (
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/services/kit v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.38.0
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.38.0
 	go.opentelemetry.io/otel/sdk v1.38.0
 	go.opentelemetry.io/otel/trace v1.38.0
 	google.golang.org/protobuf v1.36.11
@@ -48,6 +48,7 @@ require (
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.38.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.38.0 // indirect
 	go.opentelemetry.io/otel/metric v1.38.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.7.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -69,4 +70,5 @@ replace (
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
 	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
+	github.com/tidemq/tide/services/kit => ../kit
 )

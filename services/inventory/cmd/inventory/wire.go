@@ -19,7 +19,7 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newApp))
 }

@@ -20,17 +20,17 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, reconcile *conf.Reconcile, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup, err := data.NewData(confData, slogLogger)
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, reconcile *conf.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err
 	}
 	productRepo := data.NewProductRepo(dataData)
 	reservationRepo := data.NewReservationRepo(dataData)
 	transaction := data.NewTransaction(dataData)
-	producer, cleanup2, err := data.NewProducer(messaging, slogLogger)
+	producer, cleanup3, err := data.NewProducer(messaging, slogLogger)
 	if err != nil {
-		cleanup()
+		cleanup2()
 		return nil, nil, err
 	}
 	set := data.NewFaults(fault, messaging, slogLogger)
@@ -41,22 +41,29 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	registry := data.NewRegistry()
 	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, dataData, outbox, set, registry, slogLogger)
 	if err != nil {
+		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	pinger := server.NewReadiness(dataData, consumerServer)
-	reconciler, cleanup3, err := server.NewReconciler(reconcile, dataData, stockUsecase, registry, slogLogger)
+	reconciler, cleanup4, err := server.NewReconciler(reconcile, dataData, stockUsecase, registry, slogLogger)
 	if err != nil {
+		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	httpServer := server.NewHTTPServer(confServer, inventoryService, pinger, set, registry, reconciler, logger)
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler)
-	return app, func() {
+	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, serverCleanup)
+	return app, func() {
+		cleanup4()
+		cleanup3()
+		cleanup2()
 	}, nil
 }

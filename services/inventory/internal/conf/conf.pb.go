@@ -34,6 +34,7 @@ type Bootstrap struct {
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,5,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
 	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *Cleanup               `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -106,6 +107,13 @@ func (x *Bootstrap) GetReconcile() *Reconcile {
 func (x *Bootstrap) GetObservability() *Observability {
 	if x != nil {
 		return x.Observability
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetCleanup() *Cleanup {
+	if x != nil {
+		return x.Cleanup
 	}
 	return nil
 }
@@ -490,6 +498,77 @@ func (x *Observability) GetOtlpEndpoint() string {
 	return ""
 }
 
+// Periodic deletion of old rows of the pattern table mq_dedup
+// (idempotent dedup records), by kit/cleanup.
+// Every instance runs it (the patterns have no lease; the
+// DELETEs are small and independent, so concurrent passes only share the
+// work).
+type Cleanup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rows created longer ago are deleted. Default 604800s (7 days);
+	// shorter than 288000s (80 h) is refused: a dedup record must
+	// outlive every redelivery of its message (retries ~4 h 46 min + the
+	// DLQ's 72 h retention + replays).
+	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
+	// Time between passes (default 3600s); the first pass runs at start.
+	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	// No periodic cleanup (another job cleans the tables).
+	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cleanup) Reset() {
+	*x = Cleanup{}
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cleanup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cleanup) ProtoMessage() {}
+
+func (x *Cleanup) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
+func (*Cleanup) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Cleanup) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+func (x *Cleanup) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Cleanup) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -501,7 +580,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +592,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +640,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +652,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +702,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +714,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +767,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +779,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,14 +848,15 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe7\x02\n" +
+	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9f\x03\n" +
 	"\tBootstrap\x123\n" +
 	"\x06server\x18\x01 \x01(\v2\x1b.tide.inventory.conf.ServerR\x06server\x12-\n" +
 	"\x04data\x18\x02 \x01(\v2\x19.tide.inventory.conf.DataR\x04data\x12<\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\x120\n" +
 	"\x05fault\x18\x04 \x01(\v2\x1a.tide.inventory.conf.FaultR\x05fault\x12<\n" +
 	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\x12H\n" +
-	"\robservability\x18\x06 \x01(\v2\".tide.inventory.conf.ObservabilityR\robservability\"\xca\x02\n" +
+	"\robservability\x18\x06 \x01(\v2\".tide.inventory.conf.ObservabilityR\robservability\x126\n" +
+	"\acleanup\x18\a \x01(\v2\x1c.tide.inventory.conf.CleanupR\acleanup\"\xca\x02\n" +
 	"\x06Server\x124\n" +
 	"\x04http\x18\x01 \x01(\v2 .tide.inventory.conf.Server.HTTPR\x04http\x124\n" +
 	"\x04grpc\x18\x02 \x01(\v2 .tide.inventory.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -822,7 +902,11 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x0forder_grpc_addr\x18\x02 \x01(\tR\rorderGrpcAddr\x122\n" +
 	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAge\"4\n" +
 	"\rObservability\x12#\n" +
-	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
+	"\aCleanup\x127\n" +
+	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabledB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -836,7 +920,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.inventory.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.inventory.conf.Server
@@ -845,11 +929,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Fault)(nil),               // 4: tide.inventory.conf.Fault
 	(*Reconcile)(nil),           // 5: tide.inventory.conf.Reconcile
 	(*Observability)(nil),       // 6: tide.inventory.conf.Observability
-	(*Server_HTTP)(nil),         // 7: tide.inventory.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 8: tide.inventory.conf.Server.GRPC
-	(*Data_Database)(nil),       // 9: tide.inventory.conf.Data.Database
-	(*Data_Redis)(nil),          // 10: tide.inventory.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
+	(*Cleanup)(nil),             // 7: tide.inventory.conf.Cleanup
+	(*Server_HTTP)(nil),         // 8: tide.inventory.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 9: tide.inventory.conf.Server.GRPC
+	(*Data_Database)(nil),       // 10: tide.inventory.conf.Data.Database
+	(*Data_Redis)(nil),          // 11: tide.inventory.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.inventory.conf.Server
@@ -858,24 +943,27 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	4,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
 	5,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
 	6,  // 5: tide.inventory.conf.Bootstrap.observability:type_name -> tide.inventory.conf.Observability
-	7,  // 6: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
-	8,  // 7: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
-	9,  // 8: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
-	10, // 9: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
-	11, // 10: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
-	11, // 11: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	11, // 12: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
-	11, // 13: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	11, // 14: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	11, // 15: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	11, // 16: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	11, // 17: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	11, // 18: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	7,  // 6: tide.inventory.conf.Bootstrap.cleanup:type_name -> tide.inventory.conf.Cleanup
+	8,  // 7: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
+	9,  // 8: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
+	10, // 9: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
+	11, // 10: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
+	12, // 11: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
+	12, // 12: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	12, // 13: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
+	12, // 14: tide.inventory.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	12, // 15: tide.inventory.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	12, // 16: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	12, // 17: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	12, // 18: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	12, // 19: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	12, // 20: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	12, // 21: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -889,7 +977,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/inventory/internal/fault"
+	"github.com/tidemq/tide/services/kit/fault"
 )
 
 // Fault switch names of the inventory service (contract.md).

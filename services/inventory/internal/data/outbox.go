@@ -24,7 +24,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/inventory/internal/fault"
+	"github.com/tidemq/tide/services/kit/fault"
 )
 
 type outboxRow struct {

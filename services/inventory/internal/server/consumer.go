@@ -22,8 +22,8 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
-	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/fault"
 )
 
 // ConsumerServer is the inventory service's messaging, as one Kratos

@@ -17,8 +17,8 @@ import (
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/fault"
 )
 
 // NewHTTPServer returns the HTTP server with the API routes (written by

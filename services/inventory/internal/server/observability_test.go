@@ -11,26 +11,14 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 )
-
-// spanIn reports whether rec holds an ended span named name of kind in
-// trace id.
-func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind trace.SpanKind) bool {
-	for _, sp := range rec.Ended() {
-		if sp.Name() == name && sp.SpanKind() == kind && sp.SpanContext().TraceID() == id {
-			return true
-		}
-	}
-	return false
-}
 
 // TestServerTraceSpans: an order service stand-in's trace (an HTTP call
 // to the inventory API, then OrderCreated) continues in the inventory
@@ -38,18 +26,9 @@ func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind tra
 // StockReserved send span (the trace context travels through the outbox
 // row) and the consumer span of a reader of inventory events.
 func TestServerTraceSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
 	// Before startStack: Kratos' tracing middleware takes its tracer from
 	// the global provider when the server is built.
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-		tp.Shutdown(context.Background())
-	})
+	rec := telemetrytest.Install(t)
 	s := startStack(t, false)
 
 	c, err := mqclient.NewPushConsumer("test-trace-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
@@ -84,9 +63,9 @@ func TestServerTraceSpans(t *testing.T) {
 			server = server || (sp.SpanKind() == trace.SpanKindServer && sp.SpanContext().TraceID() == root)
 		}
 		return server &&
-			spanIn(rec, root, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
-			spanIn(rec, root, eventv1.TopicInventoryEvents+" send", trace.SpanKindProducer) &&
-			spanIn(rec, root, eventv1.TopicInventoryEvents+" process", trace.SpanKindConsumer)
+			rec.Has(root, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
+			rec.Has(root, eventv1.TopicInventoryEvents+" send", trace.SpanKindProducer) &&
+			rec.Has(root, eventv1.TopicInventoryEvents+" process", trace.SpanKindConsumer)
 	})
 }
 

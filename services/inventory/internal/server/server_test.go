@@ -29,8 +29,8 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
-	"github.com/tidemq/tide/services/inventory/internal/fault"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/fault"
 )
 
 type stack struct {

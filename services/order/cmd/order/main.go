@@ -12,14 +12,13 @@ import (
 	"os"
 
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/config"
-	"github.com/go-kratos/kratos/v2/config/env"
-	"github.com/go-kratos/kratos/v2/config/file"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
 
+	"github.com/tidemq/tide/services/kit/boot"
+	"github.com/tidemq/tide/services/kit/telemetry"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/server"
 )
@@ -38,14 +37,14 @@ func init() {
 	flag.StringVar(&flagconf, "conf", "../../configs", "config path (a file or a directory), e.g. -conf config.yaml")
 }
 
-func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.Consumer, sw *server.Sweeper) *kratos.App {
+func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.Consumer, sw *server.Sweeper, cu *server.Cleanup) *kratos.App {
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
 		kratos.Version(Version),
 		kratos.Metadata(map[string]string{}),
 		kratos.Logger(logger),
-		kratos.Server(gs, hs, cs, sw),
+		kratos.Server(gs, hs, cs, sw, cu),
 	)
 }
 
@@ -60,7 +59,7 @@ func main() {
 func run() error {
 	// pkg/mqclient and the pattern packages log through slog.Default():
 	// JSON with trace_id/span_id when the call carries a span.
-	slog.SetDefault(slog.New(server.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name))
+	slog.SetDefault(slog.New(telemetry.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name))
 	logger := log.With(log.NewStdLogger(os.Stdout),
 		"ts", log.DefaultTimestamp,
 		"caller", log.DefaultCaller,
@@ -70,26 +69,28 @@ func run() error {
 		"trace_id", tracing.TraceID(),
 		"span_id", tracing.SpanID(),
 	)
-	// The environment is a source too, so ${MYSQL_DSN:default}
-	// placeholders in the file resolve from it.
-	c := config.New(config.WithSource(env.NewSource(), file.NewSource(flagconf)), config.WithResolveActualTypes(true))
-	defer c.Close()
-	if err := c.Load(); err != nil {
-		return fmt.Errorf("load config: %w", err)
-	}
+	// ${NAME:default} placeholders in the file resolve from the environment.
 	var bc conf.Bootstrap
-	if err := c.Scan(&bc); err != nil {
-		return fmt.Errorf("scan config: %w", err)
+	if err := boot.Load(flagconf, &bc); err != nil {
+		return err
 	}
 	stopTracing, err := setupTracing(bc.GetObservability(), id)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), logger)
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), bc.GetCleanup(), logger)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	return app.Run()
+}
+
+// setupTracing installs the service's tracer provider (exporting over
+// OTLP/HTTP when observability.otlp_endpoint is set) and the W3C
+// propagators (telemetry.Setup). The returned func flushes queued spans;
+// call it once, after the app stopped.
+func setupTracing(c *conf.Observability, instance string) (func(), error) {
+	return telemetry.Setup(telemetry.Options{Name: Name, Version: Version, Instance: instance, Endpoint: c.GetOtlpEndpoint()})
 }

@@ -10,14 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/config"
-	"github.com/go-kratos/kratos/v2/config/env"
-	"github.com/go-kratos/kratos/v2/config/file"
 	"github.com/go-kratos/kratos/v2/log"
 
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
@@ -54,13 +52,8 @@ func TestAppFromConfigFile(t *testing.T) {
 	t.Setenv("ORDER_GRPC_ADDR", freeAddr(t))
 	t.Setenv("ORDER_CANCEL_AFTER", "90s")
 
-	c := config.New(config.WithSource(env.NewSource(), file.NewSource("../../configs/config.yaml")), config.WithResolveActualTypes(true))
-	defer c.Close()
-	if err := c.Load(); err != nil {
-		t.Fatal(err)
-	}
 	var bc conf.Bootstrap
-	if err := c.Scan(&bc); err != nil {
+	if err := boot.Load("../../configs/config.yaml", &bc); err != nil {
 		t.Fatal(err)
 	}
 	if bc.GetData().GetDatabase().GetSource() != db.DSN || bc.GetMq().GetNamesrvAddr() != ns ||
@@ -70,7 +63,7 @@ func TestAppFromConfigFile(t *testing.T) {
 	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
 		t.Fatalf("a fault is on by default: %v", f)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)))
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), bc.GetCleanup(), log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)))
 	if err != nil {
 		t.Fatal(err)
 	}

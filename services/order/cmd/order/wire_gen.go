@@ -19,8 +19,8 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, fault *conf.Fault, logger log.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup, err := data.NewData(confData, logger)
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger) (*kratos.App, func(), error) {
+	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -28,16 +28,16 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	transaction := data.NewTransaction(dataData)
 	set := data.NewFaults(fault)
 	registry := data.NewRegistry()
-	sender, cleanup2, err := data.NewSender(mq, dataData, set, registry, logger)
+	sender, cleanup3, err := data.NewSender(mq, dataData, set, registry, logger)
 	if err != nil {
-		cleanup()
+		cleanup2()
 		return nil, nil, err
 	}
 	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
-	scheduler, cleanup3, err := data.NewScheduler(mq, sender, registry)
+	scheduler, cleanup4, err := data.NewScheduler(mq, sender, registry)
 	if err != nil {
+		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	cancelTimer := data.NewCancelTimer(scheduler)
@@ -46,18 +46,25 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	grpcServer := server.NewGRPCServer(confServer, orderService, logger)
 	consumer, err := server.NewConsumer(mq, orderUsecase, dataData, set, registry, logger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	readiness := server.NewReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, readiness, set, registry, logger)
 	sweeper := server.NewSweeper(order, orderUsecase, logger)
-	app := newApp(logger, grpcServer, httpServer, consumer, sweeper)
-	return app, func() {
+	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry)
+	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, serverCleanup)
+	return app, func() {
+		cleanup4()
+		cleanup3()
+		cleanup2()
 	}, nil
 }

@@ -34,6 +34,7 @@ type Bootstrap struct {
 	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
 	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *Cleanup               `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -106,6 +107,13 @@ func (x *Bootstrap) GetFault() *Fault {
 func (x *Bootstrap) GetObservability() *Observability {
 	if x != nil {
 		return x.Observability
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetCleanup() *Cleanup {
+	if x != nil {
+		return x.Cleanup
 	}
 	return nil
 }
@@ -474,6 +482,78 @@ func (x *Observability) GetOtlpEndpoint() string {
 	return ""
 }
 
+// Periodic deletion of old rows of the pattern tables tide_tx_fence
+// (txmsg fence) and mq_dedup (idempotent dedup records), by kit/cleanup.
+// Every instance runs it (the patterns have no lease; the
+// DELETEs are small and independent, so concurrent passes only share the
+// work).
+type Cleanup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rows created longer ago are deleted. Default 604800s (7 days);
+	// shorter than 288000s (80 h) is refused: a fence row must
+	// outlive the broker's last check-back of its half message (~15 min by
+	// default) and a dedup record every redelivery of its message (retries
+	// ~4 h 46 min + the DLQ's 72 h retention + replays).
+	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
+	// Time between passes (default 3600s); the first pass runs at start.
+	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	// No periodic cleanup (another job cleans the tables).
+	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cleanup) Reset() {
+	*x = Cleanup{}
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cleanup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cleanup) ProtoMessage() {}
+
+func (x *Cleanup) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
+func (*Cleanup) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Cleanup) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+func (x *Cleanup) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Cleanup) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -485,7 +565,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +577,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -545,7 +625,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +637,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +688,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +700,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +749,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +761,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,14 +809,15 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xae\x02\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe2\x02\n" +
 	"\tBootstrap\x12/\n" +
 	"\x06server\x18\x01 \x01(\v2\x17.tide.order.conf.ServerR\x06server\x12)\n" +
 	"\x04data\x18\x02 \x01(\v2\x15.tide.order.conf.DataR\x04data\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
 	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12D\n" +
-	"\robservability\x18\x06 \x01(\v2\x1e.tide.order.conf.ObservabilityR\robservability\"\xc2\x02\n" +
+	"\robservability\x18\x06 \x01(\v2\x1e.tide.order.conf.ObservabilityR\robservability\x122\n" +
+	"\acleanup\x18\a \x01(\v2\x18.tide.order.conf.CleanupR\acleanup\"\xc2\x02\n" +
 	"\x06Server\x120\n" +
 	"\x04http\x18\x01 \x01(\v2\x1c.tide.order.conf.Server.HTTPR\x04http\x120\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1c.tide.order.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -779,7 +860,11 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x12crash_after_effect\x18\x03 \x01(\bR\x10crashAfterEffect\x12#\n" +
 	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwice\"4\n" +
 	"\rObservability\x12#\n" +
-	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
+	"\aCleanup\x127\n" +
+	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabledB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -793,7 +878,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.order.conf.Server
@@ -802,11 +887,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Order)(nil),               // 4: tide.order.conf.Order
 	(*Fault)(nil),               // 5: tide.order.conf.Fault
 	(*Observability)(nil),       // 6: tide.order.conf.Observability
-	(*Server_HTTP)(nil),         // 7: tide.order.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 8: tide.order.conf.Server.GRPC
-	(*Data_Database)(nil),       // 9: tide.order.conf.Data.Database
-	(*Data_Redis)(nil),          // 10: tide.order.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 11: google.protobuf.Duration
+	(*Cleanup)(nil),             // 7: tide.order.conf.Cleanup
+	(*Server_HTTP)(nil),         // 8: tide.order.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 9: tide.order.conf.Server.GRPC
+	(*Data_Database)(nil),       // 10: tide.order.conf.Data.Database
+	(*Data_Redis)(nil),          // 11: tide.order.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.order.conf.Server
@@ -815,22 +901,25 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	4,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
 	5,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
 	6,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.order.conf.Observability
-	7,  // 6: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
-	8,  // 7: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
-	9,  // 8: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
-	10, // 9: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
-	11, // 10: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	11, // 11: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	11, // 12: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	11, // 13: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	11, // 14: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	11, // 15: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	11, // 16: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	7,  // 6: tide.order.conf.Bootstrap.cleanup:type_name -> tide.order.conf.Cleanup
+	8,  // 7: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
+	9,  // 8: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
+	10, // 9: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
+	11, // 10: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
+	12, // 11: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	12, // 12: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	12, // 13: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	12, // 14: tide.order.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	12, // 15: tide.order.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	12, // 16: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	12, // 17: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	12, // 18: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	12, // 19: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -838,14 +927,14 @@ func file_internal_conf_conf_proto_init() {
 	if File_internal_conf_conf_proto != nil {
 		return
 	}
-	file_internal_conf_conf_proto_msgTypes[9].OneofWrappers = []any{}
+	file_internal_conf_conf_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

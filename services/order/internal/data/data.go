@@ -97,6 +97,10 @@ func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
 // Redis returns the Redis client (the consumers' dedup fast path).
 func (d *Data) Redis() *redis.Client { return d.rdb }
 
+// Gorm returns the database handle (the periodic cleanup of the pattern
+// tables).
+func (d *Data) Gorm() *gorm.DB { return d.db }
+
 // Ready reports whether the database and Redis answer.
 func (d *Data) Ready(ctx context.Context) error {
 	sqlDB, err := d.db.DB()

@@ -20,9 +20,9 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
-	"github.com/tidemq/tide/services/order/internal/fault"
 )
 
 // Fault switch names of the order service (contract.md).

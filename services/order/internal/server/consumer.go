@@ -23,10 +23,10 @@ import (
 	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
-	"github.com/tidemq/tide/services/order/internal/fault"
 )
 
 // Consumer is the order service's consumers as one Kratos server

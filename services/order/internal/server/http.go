@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 
+	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/conf"
-	"github.com/tidemq/tide/services/order/internal/fault"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 

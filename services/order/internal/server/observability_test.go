@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -19,6 +16,7 @@ import (
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 )
 
 // TestServerTraceSpans: one trace follows an order from POST /v1/orders
@@ -26,18 +24,9 @@ import (
 // span), an inventory stand-in's consumer span, its StockReserved reply
 // and the order service's own consumer span for that reply.
 func TestServerTraceSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
 	// Before startStack: Kratos' tracing middleware takes its tracer from
 	// the global provider when the server is built.
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-		tp.Shutdown(context.Background())
-	})
+	rec := telemetrytest.Install(t)
 	s := startStack(t, time.Hour)
 
 	// The inventory stand-in answers OrderCreated with StockReserved in

@@ -14,7 +14,7 @@ import (
 )
 
 // ProviderSet is server providers.
-var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumer, NewSweeper, NewReadiness)
+var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumer, NewSweeper, NewReadiness, NewCleanup)
 
 // Readiness reports whether the service's dependencies answer (database,
 // Redis); /readyz fails while it returns an error.

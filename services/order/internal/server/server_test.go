@@ -31,10 +31,10 @@ import (
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
-	"github.com/tidemq/tide/services/order/internal/fault"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 

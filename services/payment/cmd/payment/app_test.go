@@ -41,7 +41,7 @@ func TestAppStartsAndStops(t *testing.T) {
 		&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true}, Redis: &conf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
 		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: freeAddr(t)},
-		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, log.NewStdLogger(io.Discard), l)
+		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &conf.Cleanup{}, log.NewStdLogger(io.Discard), l)
 	if err != nil {
 		t.Fatal(err)
 	}

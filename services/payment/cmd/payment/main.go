@@ -11,9 +11,6 @@ import (
 	"os"
 
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/config"
-	"github.com/go-kratos/kratos/v2/config/env"
-	"github.com/go-kratos/kratos/v2/config/file"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
@@ -23,6 +20,8 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 
+	"github.com/tidemq/tide/services/kit/boot"
+	"github.com/tidemq/tide/services/kit/telemetry"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/fault"
@@ -35,14 +34,14 @@ var (
 	Version = "dev"
 )
 
-func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler) *kratos.App {
+func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler, cu *server.Cleanup) *kratos.App {
 	id, _ := os.Hostname()
 	return kratos.New(
 		kratos.ID(id),
 		kratos.Name(Name),
 		kratos.Version(Version),
 		kratos.Logger(logger),
-		kratos.Server(gs, hs, cs, rc),
+		kratos.Server(gs, hs, cs, rc, cu),
 	)
 }
 
@@ -87,16 +86,12 @@ func main() {
 }
 
 func run(path string) error {
-	slogger := slog.New(server.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name)
+	slogger := slog.New(telemetry.TraceHandler{Handler: slog.NewJSONHandler(os.Stdout, nil)}).With("service", Name)
 	logger := log.With(log.NewStdLogger(os.Stdout), "ts", log.DefaultTimestamp, "service", Name,
 		"trace_id", tracing.TraceID(), "span_id", tracing.SpanID())
-	c := config.New(config.WithSource(env.NewSource(), file.NewSource(path)), config.WithResolveActualTypes(true))
-	defer c.Close()
-	if err := c.Load(); err != nil {
-		return err
-	}
+	// ${NAME:default} placeholders in the file resolve from the environment.
 	var bc conf.Bootstrap
-	if err := c.Scan(&bc); err != nil {
+	if err := boot.Load(path, &bc); err != nil {
 		return err
 	}
 	id, _ := os.Hostname()
@@ -105,10 +100,18 @@ func run(path string) error {
 		return err
 	}
 	defer stopTracing()
-	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Order, bc.Reconcile, logger, slogger)
+	app, cleanup, err := wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Order, bc.Reconcile, bc.Cleanup, logger, slogger)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	return app.Run()
+}
+
+// setupTracing installs the service's tracer provider (exporting over
+// OTLP/HTTP when observability.otlp_endpoint is set) and the W3C
+// propagators (telemetry.Setup). The returned func flushes queued spans;
+// call it once, after the app stopped.
+func setupTracing(c *conf.Observability, instance string) (func(), error) {
+	return telemetry.Setup(telemetry.Options{Name: Name, Version: Version, Instance: instance, Endpoint: c.GetOtlpEndpoint()})
 }

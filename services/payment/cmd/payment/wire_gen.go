@@ -20,8 +20,8 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, order *conf.Order, reconcile *conf.Reconcile, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup, err := data.NewData(confData, slogLogger)
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, order *conf.Order, reconcile *conf.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -30,53 +30,60 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	registry := newRegistry()
 	idempotencyStore, err := data.NewIdempotencyStore(dataData, registry, slogLogger)
 	if err != nil {
-		cleanup()
+		cleanup2()
 		return nil, nil, err
 	}
-	set := newFaults(fault, slogLogger)
-	gateway := data.NewGateway(dataData, set, slogLogger)
+	v := newFaults(fault, slogLogger)
+	gateway := data.NewGateway(dataData, v, slogLogger)
 	transaction := data.NewTransaction(dataData)
 	metrics, err := newMQMetrics(registry)
 	if err != nil {
-		cleanup()
+		cleanup2()
 		return nil, nil, err
 	}
-	publisher, cleanup2, err := data.NewPublisher(messaging, dataData, set, registry, metrics, slogLogger)
+	publisher, cleanup3, err := data.NewPublisher(messaging, dataData, v, registry, metrics, slogLogger)
 	if err != nil {
-		cleanup()
+		cleanup2()
 		return nil, nil, err
 	}
 	options := newOptions(messaging)
-	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, transaction, publisher, set, options, slogLogger)
+	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, transaction, publisher, v, options, slogLogger)
 	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
 	grpcServer := server.NewGRPCServer(confServer, paymentService, logger)
 	ledger := data.NewLedger(dataData)
-	orderReader, cleanup3, err := data.NewOrderReader(order)
+	orderReader, cleanup4, err := data.NewOrderReader(order)
 	if err != nil {
+		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	reconciler, err := server.NewReconciler(reconcile, messaging, dataData, paymentUsecase, ledger, gateway, orderReader, registry, slogLogger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
 	pinger := server.NewReadiness(dataData, messaging)
-	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, reconciler, set, registry, pinger, logger)
-	consumerServer, err := server.NewConsumerServer(messaging, dataData, paymentService, set, registry, metrics, slogLogger)
+	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, reconciler, v, registry, pinger, logger)
+	consumerServer, err := server.NewConsumerServer(messaging, dataData, paymentService, v, registry, metrics, slogLogger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler)
-	return app, func() {
+	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
-		cleanup()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, serverCleanup)
+	return app, func() {
+		cleanup4()
+		cleanup3()
+		cleanup2()
 	}, nil
 }

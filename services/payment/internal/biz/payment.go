@@ -294,7 +294,7 @@ func (uc *PaymentUsecase) pay(ctx context.Context, req *CreateRequest) (*Payment
 		if err := uc.gateway.Capture(ctx, p); err != nil {
 			return err
 		}
-		if ok, d := uc.faults.Fire(fault.SlowLocalTx); ok && d > 0 {
+		if ok, d := uc.faults.Take(fault.SlowLocalTx); ok && d > 0 {
 			uc.log.WarnContext(ctx, "FAULT: slow local transaction", "payment_id", p.ID, "order_id", p.OrderID, "hold", d)
 			select {
 			case <-time.After(d):

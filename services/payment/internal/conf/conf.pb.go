@@ -35,6 +35,7 @@ type Bootstrap struct {
 	Order         *Order                 `protobuf:"bytes,5,opt,name=order,proto3" json:"order,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,6,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
 	Observability *Observability         `protobuf:"bytes,7,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *Cleanup               `protobuf:"bytes,8,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -114,6 +115,13 @@ func (x *Bootstrap) GetReconcile() *Reconcile {
 func (x *Bootstrap) GetObservability() *Observability {
 	if x != nil {
 		return x.Observability
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetCleanup() *Cleanup {
+	if x != nil {
+		return x.Cleanup
 	}
 	return nil
 }
@@ -628,6 +636,80 @@ func (x *Observability) GetOtlpEndpoint() string {
 	return ""
 }
 
+// Periodic deletion of old rows of the pattern tables tide_tx_fence
+// (txmsg fence) and mq_dedup (idempotent dedup records and API
+// idempotency keys), by kit/cleanup.
+// Every instance runs it (the patterns have no lease; the
+// DELETEs are small and independent, so concurrent passes only share the
+// work).
+type Cleanup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rows created longer ago are deleted. Default 604800s (7 days);
+	// shorter than 288000s (80 h) is refused: a fence row must
+	// outlive the broker's last check-back of its half message (~15 min by
+	// default) and a dedup record every redelivery of its message (retries
+	// ~4 h 46 min + the DLQ's 72 h retention + replays). An API
+	// Idempotency-Key is honoured for the retention only.
+	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
+	// Time between passes (default 3600s); the first pass runs at start.
+	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	// No periodic cleanup (another job cleans the tables).
+	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cleanup) Reset() {
+	*x = Cleanup{}
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cleanup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cleanup) ProtoMessage() {}
+
+func (x *Cleanup) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
+func (*Cleanup) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Cleanup) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+func (x *Cleanup) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *Cleanup) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -639,7 +721,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +733,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +781,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +793,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +843,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +855,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +908,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
+	mi := &file_internal_conf_conf_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +920,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
+	mi := &file_internal_conf_conf_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +989,7 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\x8b\x03\n" +
+	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\xc1\x03\n" +
 	"\tBootstrap\x121\n" +
 	"\x06server\x18\x01 \x01(\v2\x19.tide.payment.conf.ServerR\x06server\x12+\n" +
 	"\x04data\x18\x02 \x01(\v2\x17.tide.payment.conf.DataR\x04data\x12:\n" +
@@ -915,7 +997,8 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\x12.\n" +
 	"\x05order\x18\x05 \x01(\v2\x18.tide.payment.conf.OrderR\x05order\x12:\n" +
 	"\treconcile\x18\x06 \x01(\v2\x1c.tide.payment.conf.ReconcileR\treconcile\x12F\n" +
-	"\robservability\x18\a \x01(\v2 .tide.payment.conf.ObservabilityR\robservability\"\xc6\x02\n" +
+	"\robservability\x18\a \x01(\v2 .tide.payment.conf.ObservabilityR\robservability\x124\n" +
+	"\acleanup\x18\b \x01(\v2\x1a.tide.payment.conf.CleanupR\acleanup\"\xc6\x02\n" +
 	"\x06Server\x122\n" +
 	"\x04http\x18\x01 \x01(\v2\x1e.tide.payment.conf.Server.HTTPR\x04http\x122\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1e.tide.payment.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -972,7 +1055,11 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x06repair\x18\x03 \x01(\bR\x06repair\x12<\n" +
 	"\fhalf_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vhalfTimeout\"4\n" +
 	"\rObservability\x12#\n" +
-	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpointB<Z:github.com/tidemq/tide/services/payment/internal/conf;confb\x06proto3"
+	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
+	"\aCleanup\x127\n" +
+	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
+	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabledB<Z:github.com/tidemq/tide/services/payment/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -986,7 +1073,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.payment.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.payment.conf.Server
@@ -996,11 +1083,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Order)(nil),               // 5: tide.payment.conf.Order
 	(*Reconcile)(nil),           // 6: tide.payment.conf.Reconcile
 	(*Observability)(nil),       // 7: tide.payment.conf.Observability
-	(*Server_HTTP)(nil),         // 8: tide.payment.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 9: tide.payment.conf.Server.GRPC
-	(*Data_Database)(nil),       // 10: tide.payment.conf.Data.Database
-	(*Data_Redis)(nil),          // 11: tide.payment.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
+	(*Cleanup)(nil),             // 8: tide.payment.conf.Cleanup
+	(*Server_HTTP)(nil),         // 9: tide.payment.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 10: tide.payment.conf.Server.GRPC
+	(*Data_Database)(nil),       // 11: tide.payment.conf.Data.Database
+	(*Data_Redis)(nil),          // 12: tide.payment.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.payment.conf.Bootstrap.server:type_name -> tide.payment.conf.Server
@@ -1010,29 +1098,32 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	5,  // 4: tide.payment.conf.Bootstrap.order:type_name -> tide.payment.conf.Order
 	6,  // 5: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
 	7,  // 6: tide.payment.conf.Bootstrap.observability:type_name -> tide.payment.conf.Observability
-	8,  // 7: tide.payment.conf.Server.http:type_name -> tide.payment.conf.Server.HTTP
-	9,  // 8: tide.payment.conf.Server.grpc:type_name -> tide.payment.conf.Server.GRPC
-	10, // 9: tide.payment.conf.Data.database:type_name -> tide.payment.conf.Data.Database
-	11, // 10: tide.payment.conf.Data.redis:type_name -> tide.payment.conf.Data.Redis
-	12, // 11: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
-	12, // 12: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
-	12, // 13: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
-	12, // 14: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
-	12, // 15: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
-	12, // 16: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	12, // 17: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
-	12, // 18: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
-	12, // 19: tide.payment.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	12, // 20: tide.payment.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	12, // 21: tide.payment.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	12, // 22: tide.payment.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	12, // 23: tide.payment.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	12, // 24: tide.payment.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	8,  // 7: tide.payment.conf.Bootstrap.cleanup:type_name -> tide.payment.conf.Cleanup
+	9,  // 8: tide.payment.conf.Server.http:type_name -> tide.payment.conf.Server.HTTP
+	10, // 9: tide.payment.conf.Server.grpc:type_name -> tide.payment.conf.Server.GRPC
+	11, // 10: tide.payment.conf.Data.database:type_name -> tide.payment.conf.Data.Database
+	12, // 11: tide.payment.conf.Data.redis:type_name -> tide.payment.conf.Data.Redis
+	13, // 12: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
+	13, // 13: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
+	13, // 14: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
+	13, // 15: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
+	13, // 16: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
+	13, // 17: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	13, // 18: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
+	13, // 19: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
+	13, // 20: tide.payment.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	13, // 21: tide.payment.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	13, // 22: tide.payment.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	13, // 23: tide.payment.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	13, // 24: tide.payment.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	13, // 25: tide.payment.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	13, // 26: tide.payment.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	13, // 27: tide.payment.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -1046,7 +1137,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -66,13 +66,13 @@ func (g *Gateway) Capture(ctx context.Context, p *biz.Payment) error {
 	if err := g.record(ctx, p.ID, p.OrderID, p.Amount, biz.LineCapture, ref); err != nil {
 		return err
 	}
-	if ok, _ := g.faults.Fire(fault.GatewayDuplicateCallback); ok {
+	if g.faults.Fire(fault.GatewayDuplicateCallback) {
 		g.log.WarnContext(ctx, "FAULT: gateway duplicate capture callback", "payment_id", p.ID, "order_id", p.OrderID)
 		if err := g.record(ctx, p.ID, p.OrderID, p.Amount, biz.LineCapture, ref+":dup"); err != nil {
 			return err
 		}
 	}
-	if ok, _ := g.faults.Fire(fault.GatewayTimeoutAfterCapture); ok {
+	if g.faults.Fire(fault.GatewayTimeoutAfterCapture) {
 		g.log.WarnContext(ctx, "FAULT: gateway timeout after capture", "payment_id", p.ID, "order_id", p.OrderID)
 		return biz.ErrGatewayTimeout
 	}

@@ -180,7 +180,7 @@ func (p *Publisher) Publish(ctx context.Context, ev *biz.Event, local func(ctx c
 
 // twice sends the deliver_twice fault's second copy.
 func (p *Publisher) twice(ctx context.Context, msg *mqclient.Message, log *slog.Logger) {
-	if ok, _ := p.faults.Fire(fault.DeliverTwice); !ok {
+	if !p.faults.Fire(fault.DeliverTwice) {
 		return
 	}
 	res, err := p.s.Producer().Send(context.WithoutCancel(ctx), msg)

@@ -1,19 +1,18 @@
-// Package fault holds the payment service's fault switches for demos and
-// end-to-end tests (see notes in the service README): named switches that
-// are off unless the config or the runtime admin endpoint turns them on.
-// A switch fires every time (count 0) or a given number of times, then
-// disarms itself. Runtime changes live in memory only, so a crashed
-// process restarts with the configured switches: "crash once" semantics.
+// Package fault names the payment service's fault switches (demos and
+// end-to-end tests, see the service README) and builds them as a
+// kit/fault Set from the configuration. Everything else (arming, shots,
+// crash, the /v1/faults handler) is kit/fault's; this package only adds
+// the payment API's conventions: the admin API is gated by mounting the
+// handler (fault.admin), errors are {"reason","message"} and a PUT
+// without "enabled" arms the switch.
 package fault
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"slices"
-	"sync"
+	nethttp "net/http"
 	"time"
+
+	kit "github.com/tidemq/tide/services/kit/fault"
 )
 
 // Names of the switches.
@@ -40,13 +39,19 @@ const (
 var Names = []string{CrashAfterCommit, CrashBeforeCommit, SlowLocalTx, GatewayTimeoutAfterCapture,
 	GatewayDuplicateCallback, CrashAfterEffect, DeliverTwice}
 
+// Set, Status, ExitCode and ErrUnknown are kit/fault's.
+type (
+	Set    = kit.Set
+	Status = kit.Status
+)
+
 // ExitCode is the status a crash fault ends the process with.
-const ExitCode = 3
+const ExitCode = kit.ExitCode
 
 // ErrUnknown: no switch has that name.
-var ErrUnknown = errors.New("fault: unknown switch")
+var ErrUnknown = kit.ErrUnknown
 
-// Spec arms a switch.
+// Spec arms a switch at start.
 type Spec struct {
 	Enabled bool
 	// Count: 0 fires every time, N fires N times then disarms.
@@ -55,106 +60,25 @@ type Spec struct {
 	Delay time.Duration
 }
 
-// State is a switch as GET /v1/faults shows it.
-type State struct {
-	Name      string `json:"name"`
-	Enabled   bool   `json:"enabled"`
-	Remaining int    `json:"remaining"`
-	Delay     string `json:"delay"`
-}
-
-// Set is the service's fault switches. Safe for concurrent use; a nil
-// *Set never fires.
-type Set struct {
-	mu   sync.Mutex
-	m    map[string]Spec
-	exit func(code int)
-	log  *slog.Logger
-}
-
-// New returns switches armed as in initial (config). exit ends the
-// process (os.Exit when nil; tests inject their own).
+// New returns the switches Names, armed as in initial (the config);
+// unknown names and specs not Enabled are ignored. exit ends the process
+// on a crash fault (os.Exit when nil). The Set allows the admin API:
+// the service mounts Handler only when fault.admin is on.
 func New(initial map[string]Spec, exit func(code int), l *slog.Logger) *Set {
-	if exit == nil {
-		exit = os.Exit
-	}
-	if l == nil {
-		l = slog.Default()
-	}
-	s := &Set{m: map[string]Spec{}, exit: exit, log: l}
+	s := kit.New(true, l, Names...)
+	s.SetExit(exit)
 	for n, sp := range initial {
-		if slices.Contains(Names, n) && sp.Enabled {
-			s.m[n] = sp
+		if sp.Enabled {
+			_ = s.Arm(n, sp.Count, sp.Delay) // unknown names are ignored
 		}
 	}
 	return s
 }
 
-// Arm sets one switch (Spec.Enabled false disarms it).
-func (s *Set) Arm(name string, sp Spec) error {
-	if !slices.Contains(Names, name) {
-		return fmt.Errorf("%w: %q (known: %v)", ErrUnknown, name, Names)
-	}
-	if sp.Count < 0 || sp.Delay < 0 {
-		return fmt.Errorf("fault: %s: count and delay must not be negative", name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !sp.Enabled {
-		delete(s.m, name)
-		return nil
-	}
-	s.m[name] = sp
-	return nil
-}
-
-// Reset disarms every switch.
-func (s *Set) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.m)
-}
-
-// List returns every switch's state.
-func (s *Set) List() []State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]State, 0, len(Names))
-	for _, n := range Names {
-		sp := s.m[n]
-		out = append(out, State{Name: n, Enabled: sp.Enabled, Remaining: sp.Count, Delay: sp.Delay.String()})
-	}
-	return out
-}
-
-// Fire reports whether the switch is armed, consuming one firing, and
-// its delay.
-func (s *Set) Fire(name string) (bool, time.Duration) {
-	if s == nil {
-		return false, 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sp, ok := s.m[name]
-	if !ok || !sp.Enabled {
-		return false, 0
-	}
-	if sp.Count > 0 {
-		sp.Count--
-		if sp.Count == 0 {
-			delete(s.m, name)
-		} else {
-			s.m[name] = sp
-		}
-	}
-	return true, sp.Delay
-}
-
-// Crash ends the process with ExitCode if the switch fires (no graceful
-// shutdown: that is the point). attrs are logged.
-func (s *Set) Crash(name string, attrs ...any) {
-	if ok, _ := s.Fire(name); ok {
-		s.log.Error("FAULT: crashing", append([]any{"fault", name}, attrs...)...)
-		s.exit(ExitCode)
-	}
+// Handler serves /v1/faults with the payment API's conventions (see the
+// package doc and kit/fault's Handler).
+func Handler(s *Set) nethttp.Handler {
+	return s.Handler(kit.ArmWhenEnabledOmitted(), kit.ErrorBody(func(reason string, err error) any {
+		return map[string]any{"reason": reason, "message": err.Error()}
+	}))
 }

@@ -1,50 +1,55 @@
 package fault
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
 
-func TestFireCountsAndReset(t *testing.T) {
+// New arms what the config enables and ignores the rest; the handler arms
+// a switch whose PUT omits "enabled" and answers errors with a reason.
+func TestNewAndHandler(t *testing.T) {
 	exits := 0
-	s := New(map[string]Spec{DeliverTwice: {Enabled: true}, "bogus": {Enabled: true}}, func(code int) {
-		if code != ExitCode {
-			t.Fatalf("code %d", code)
+	s := New(map[string]Spec{DeliverTwice: {Enabled: true}, SlowLocalTx: {Enabled: true, Delay: time.Second},
+		CrashAfterCommit: {}, "bogus": {Enabled: true}}, func(int) { exits++ }, nil)
+	want := map[string]bool{DeliverTwice: true, SlowLocalTx: true}
+	list := s.List()
+	if len(list) != len(Names) {
+		t.Fatalf("%d switches, want %d", len(list), len(Names))
+	}
+	for i, st := range list {
+		if st.Name != Names[i] || st.Enabled != want[st.Name] {
+			t.Fatalf("switch %d = %+v", i, st)
 		}
-		exits++
-	}, nil)
-	for range 3 {
-		if ok, _ := s.Fire(DeliverTwice); !ok {
-			t.Fatal("count 0 must fire every time")
-		}
 	}
-	if err := s.Arm(CrashAfterCommit, Spec{Enabled: true, Count: 2}); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		s.Crash(CrashAfterCommit)
-	}
-	if exits != 2 {
-		t.Fatalf("crashed %d times, want 2", exits)
-	}
-	if err := s.Arm(SlowLocalTx, Spec{Enabled: true, Delay: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, d := s.Fire(SlowLocalTx); !ok || d != time.Second {
+	if ok, d := s.Take(SlowLocalTx); !ok || d != time.Second {
 		t.Fatalf("slow = %v %v", ok, d)
 	}
-	if err := s.Arm("nope", Spec{Enabled: true}); !errors.Is(err, ErrUnknown) {
-		t.Fatalf("unknown: %v", err)
-	}
-	s.Reset()
-	for _, st := range s.List() {
-		if st.Enabled {
-			t.Fatalf("%s on after Reset", st.Name)
+	h := Handler(s)
+	for _, tt := range []struct {
+		path, body string
+		code       int
+	}{
+		{"/v1/faults/" + CrashAfterCommit, `{"count":1}`, 200},
+		{"/v1/faults/nope", `{}`, 404},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("PUT", tt.path, bytes.NewBufferString(tt.body)))
+		if rec.Code != tt.code {
+			t.Fatalf("PUT %s: %d %s", tt.path, rec.Code, rec.Body)
+		}
+		if tt.code != 200 {
+			var e struct{ Reason, Message string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Reason == "" || e.Message == "" {
+				t.Fatalf("error body %s", rec.Body)
+			}
 		}
 	}
-	var nilSet *Set
-	if ok, _ := nilSet.Fire(DeliverTwice); ok {
-		t.Fatal("nil set fired")
+	s.Crash(CrashAfterCommit)
+	s.Crash(CrashAfterCommit)
+	if exits != 1 {
+		t.Fatalf("exits = %d, want 1", exits)
 	}
 }

@@ -42,7 +42,7 @@ func (s *stack) wantExit(t *testing.T) {
 // without a second debit.
 func TestFlowCrashAfterCommit(t *testing.T) {
 	s := startStack(t)
-	if err := s.faults.Arm(fault.CrashAfterCommit, fault.Spec{Enabled: true, Count: 1}); err != nil {
+	if err := s.faults.Arm(fault.CrashAfterCommit, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	before := balance(t, s, "u-bob")
@@ -71,7 +71,7 @@ func TestFlowCrashAfterCommit(t *testing.T) {
 // the retry with the same key pays once.
 func TestFlowCrashBeforeCommit(t *testing.T) {
 	s := startStack(t)
-	if err := s.faults.Arm(fault.CrashBeforeCommit, fault.Spec{Enabled: true, Count: 1}); err != nil {
+	if err := s.faults.Arm(fault.CrashBeforeCommit, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	before := balance(t, s, "u-carol")
@@ -149,14 +149,14 @@ func TestFlowDeliverTwice(t *testing.T) {
 func TestFaultsAPI(t *testing.T) {
 	s := startStack(t)
 	type state struct {
-		Faults []fault.State `json:"faults"`
+		Faults []fault.Status `json:"faults"`
 	}
-	get := func(r apiResult) map[string]fault.State {
+	get := func(r apiResult) map[string]fault.Status {
 		var st state
 		if err := json.Unmarshal([]byte(r.raw), &st); err != nil {
 			t.Fatalf("%s: %v", r.raw, err)
 		}
-		out := map[string]fault.State{}
+		out := map[string]fault.Status{}
 		for _, f := range st.Faults {
 			out[f.Name] = f
 		}
@@ -169,13 +169,13 @@ func TestFaultsAPI(t *testing.T) {
 		name, fault string
 		body        map[string]any
 		status      int
-		want        fault.State
+		want        fault.Status
 	}{
-		{"count", fault.CrashAfterCommit, map[string]any{"enabled": true, "count": 2}, 200, fault.State{Name: fault.CrashAfterCommit, Enabled: true, Remaining: 2, Delay: "0s"}},
-		{"delay", fault.SlowLocalTx, map[string]any{"enabled": true, "delay": "3s"}, 200, fault.State{Name: fault.SlowLocalTx, Enabled: true, Delay: "3s"}},
-		{"off", fault.SlowLocalTx, map[string]any{"enabled": false}, 200, fault.State{Name: fault.SlowLocalTx, Delay: "0s"}},
-		{"unknown", "nope", map[string]any{"enabled": true}, 404, fault.State{}},
-		{"bad delay", fault.SlowLocalTx, map[string]any{"enabled": true, "delay": "soon"}, 400, fault.State{}},
+		{"count", fault.CrashAfterCommit, map[string]any{"enabled": true, "count": 2}, 200, fault.Status{Name: fault.CrashAfterCommit, Enabled: true, Remaining: 2, Delay: "0s"}},
+		{"delay", fault.SlowLocalTx, map[string]any{"enabled": true, "delay": "3s"}, 200, fault.Status{Name: fault.SlowLocalTx, Enabled: true, Delay: "3s"}},
+		{"off", fault.SlowLocalTx, map[string]any{"enabled": false}, 200, fault.Status{Name: fault.SlowLocalTx, Delay: "0s"}},
+		{"unknown", "nope", map[string]any{"enabled": true}, 404, fault.Status{}},
+		{"bad delay", fault.SlowLocalTx, map[string]any{"enabled": true, "delay": "soon"}, 400, fault.Status{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,12 +205,12 @@ func TestFlowReconcilePayments(t *testing.T) {
 	s := startStack(t)
 	ctx := context.Background()
 	// Captured at the gateway, then a timeout: we rolled back.
-	s.faults.Arm(fault.GatewayTimeoutAfterCapture, fault.Spec{Enabled: true, Count: 1})
+	s.faults.Arm(fault.GatewayTimeoutAfterCapture, 1, 0)
 	if r := s.pay(t, "r-timeout", "or1", "u-alice", 11); r.status != 504 {
 		t.Fatalf("timeout payment: %d %s", r.status, r.raw)
 	}
 	// Double capture.
-	s.faults.Arm(fault.GatewayDuplicateCallback, fault.Spec{Enabled: true, Count: 1})
+	s.faults.Arm(fault.GatewayDuplicateCallback, 1, 0)
 	if r := s.pay(t, "r-dup", "or2", "u-alice", 12); r.status != 200 {
 		t.Fatalf("dup payment: %d %s", r.status, r.raw)
 	}

@@ -49,7 +49,7 @@ func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	registerReconcile(srv, rc)
 	if fc.GetAdmin() {
-		registerFaults(srv, faults)
+		srv.HandlePrefix("/v1/faults", fault.Handler(faults))
 	}
 	srv.HandleFunc("/v1/gateway/statement", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
@@ -150,58 +150,6 @@ func registerReconcile(srv *http.Server, rc *Reconciler) {
 		default:
 			writeJSON(w, nethttp.StatusNotFound, errBody("NOT_FOUND", errors.New("POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job=")))
 		}
-	}))
-}
-
-// registerFaults serves the runtime fault switches (contract.md).
-func registerFaults(srv *http.Server, faults *fault.Set) {
-	list := func(w nethttp.ResponseWriter) {
-		writeJSON(w, nethttp.StatusOK, map[string]any{"faults": faults.List()})
-	}
-	srv.HandleFunc("/v1/faults", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		switch r.Method {
-		case nethttp.MethodGet:
-			list(w)
-		case nethttp.MethodDelete:
-			faults.Reset()
-			list(w)
-		default:
-			writeJSON(w, nethttp.StatusMethodNotAllowed, errBody("METHOD_NOT_ALLOWED", errors.New("GET or DELETE")))
-		}
-	})
-	srv.HandlePrefix("/v1/faults/", nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if r.Method != nethttp.MethodPut {
-			writeJSON(w, nethttp.StatusMethodNotAllowed, errBody("METHOD_NOT_ALLOWED", errors.New("PUT /v1/faults/{name}")))
-			return
-		}
-		name := strings.TrimPrefix(r.URL.Path, "/v1/faults/")
-		var in struct {
-			Enabled *bool  `json:"enabled"`
-			Count   int    `json:"count"`
-			Delay   string `json:"delay"`
-		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil {
-			writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
-			return
-		}
-		sp := fault.Spec{Enabled: in.Enabled == nil || *in.Enabled, Count: in.Count}
-		if in.Delay != "" {
-			d, err := time.ParseDuration(in.Delay)
-			if err != nil {
-				writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
-				return
-			}
-			sp.Delay = d
-		}
-		if err := faults.Arm(name, sp); err != nil {
-			code := nethttp.StatusBadRequest
-			if errors.Is(err, fault.ErrUnknown) {
-				code = nethttp.StatusNotFound
-			}
-			writeJSON(w, code, errBody("INVALID_FAULT", err))
-			return
-		}
-		list(w)
 	}))
 }
 

@@ -9,26 +9,14 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 )
-
-// spanIn reports whether rec holds an ended span named name of kind in
-// trace id.
-func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind trace.SpanKind) bool {
-	for _, sp := range rec.Ended() {
-		if sp.Name() == name && sp.SpanKind() == kind && sp.SpanContext().TraceID() == id {
-			return true
-		}
-	}
-	return false
-}
 
 // TestServerTraceSpans: POST /v1/payments (Kratos' HTTP server span),
 // the PaymentSucceeded send (producer span) and an order stand-in's
@@ -36,10 +24,8 @@ func spanIn(rec *tracetest.SpanRecorder, id trace.TraceID, name string, kind tra
 // trace is consumed by the service in that trace, whose refund event is
 // sent and consumed in it too.
 func TestServerTraceSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	s := startStack(t, func(c *stackConfig) { c.tp = tp })
+	rec := telemetrytest.New(t)
+	s := startStack(t, func(c *stackConfig) { c.tp = rec.Provider })
 
 	r := s.pay(t, "trace-1", "otr1", "u-alice", 5)
 	if r.status != 200 {
@@ -55,8 +41,8 @@ func TestServerTraceSpans(t *testing.T) {
 		t.Fatal("no HTTP server span for CreatePayment")
 	}
 	waitFor(t, "send and consume spans in the request's trace", func() bool {
-		return spanIn(rec, root, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
-			spanIn(rec, root, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
+		return rec.Has(root, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
+			rec.Has(root, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
 	})
 
 	// The order is cancelled after the payment: the service consumes the
@@ -68,9 +54,9 @@ func TestServerTraceSpans(t *testing.T) {
 	span.End()
 	cancelTrace := span.SpanContext().TraceID()
 	waitFor(t, "refund spans in the cancellation's trace", func() bool {
-		return spanIn(rec, cancelTrace, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
-			spanIn(rec, cancelTrace, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
-			spanIn(rec, cancelTrace, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
+		return rec.Has(cancelTrace, eventv1.TopicOrderEvents+" process", trace.SpanKindConsumer) &&
+			rec.Has(cancelTrace, eventv1.TopicPaymentEvents+" send", trace.SpanKindProducer) &&
+			rec.Has(cancelTrace, eventv1.TopicPaymentEvents+" process", trace.SpanKindConsumer)
 	})
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // ProviderSet is server providers.
-var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, NewReconciler, NewReadiness)
+var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, NewReconciler, NewReadiness, NewCleanup)
 
 // Pinger reports whether the service's dependencies answer (readiness).
 type Pinger interface {

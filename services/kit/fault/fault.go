@@ -1,9 +1,10 @@
-// Package fault holds the service's fault switches (demos and e2e): named
+// Package fault holds a service's fault switches (demos and e2e): named
 // points in the code that crash the process, repeat a send, or wait, when
-// armed. Every switch is off unless the configuration enables it (then it
-// fires every time) or, when the admin API is on, an HTTP call arms it for
-// a number of shots. Runtime state lives in memory only: a crashed process
-// restarts with its runtime switches off ("crash once").
+// armed. Every switch is off unless the service's configuration arms it
+// (count 0: it fires every time) or, when the admin API is on, an HTTP call
+// (Handler) arms it for a number of shots. Runtime state lives in memory
+// only: a crashed process restarts with only its configured switches on
+// ("crash once").
 package fault
 
 import (
@@ -27,8 +28,9 @@ type Status struct {
 	Name    string `json:"name"`
 	Enabled bool   `json:"enabled"`
 	// Remaining shots; 0 with Enabled means every time.
-	Remaining int    `json:"remaining"`
-	Delay     string `json:"delay,omitempty"`
+	Remaining int `json:"remaining"`
+	// Delay is the armed delay as a Go duration ("0s" when none).
+	Delay string `json:"delay"`
 }
 
 type state struct {
@@ -37,25 +39,31 @@ type state struct {
 	delay     time.Duration
 }
 
-// Set is the service's switches. It is safe for concurrent use; a nil *Set
+// Set is a service's switches. It is safe for concurrent use; a nil *Set
 // has every switch off.
 type Set struct {
 	mu    sync.Mutex
+	names []string // in the order given to New: List's order
 	m     map[string]*state
 	admin bool
 	log   *slog.Logger
-	// exit ends the process (os.Exit; tests replace it).
+	// exit ends the process (os.Exit unless SetExit replaced it).
 	exit func(code int)
 }
 
-// New returns the switches names, all off. admin enables the HTTP API.
+// New returns the switches names, all off; duplicate names count once.
+// admin tells whether the runtime API (Handler) may change them. log
+// (slog.Default() when nil) receives arming and crash records.
 func New(admin bool, log *slog.Logger, names ...string) *Set {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Set{m: map[string]*state{}, admin: admin, log: log, exit: os.Exit}
 	for _, n := range names {
-		s.m[n] = &state{}
+		if _, dup := s.m[n]; !dup {
+			s.names = append(s.names, n)
+			s.m[n] = &state{}
+		}
 	}
 	return s
 }
@@ -63,10 +71,28 @@ func New(admin bool, log *slog.Logger, names ...string) *Set {
 // Admin reports whether the runtime API may change the switches.
 func (s *Set) Admin() bool { return s != nil && s.admin }
 
-// SetExit replaces the function crash faults call (tests).
-func (s *Set) SetExit(f func(code int)) { s.mu.Lock(); s.exit = f; s.mu.Unlock() }
+// Names returns the switch names in the order given to New.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.names)
+}
 
-// Arm enables name for count shots (0: every time) with an optional delay.
+// SetExit replaces the function crash faults call (os.Exit by default;
+// tests inject their own). A nil f restores os.Exit.
+func (s *Set) SetExit(f func(code int)) {
+	if f == nil {
+		f = os.Exit
+	}
+	s.mu.Lock()
+	s.exit = f
+	s.mu.Unlock()
+}
+
+// Arm enables name for count shots (0: every time) with an optional delay
+// (used by Take and Delay). It fails with ErrUnknown for a name New was
+// not given, and for a negative count or delay.
 func (s *Set) Arm(name string, count int, delay time.Duration) error {
 	if count < 0 || delay < 0 {
 		return fmt.Errorf("fault: %s: negative count or delay", name)
@@ -75,20 +101,20 @@ func (s *Set) Arm(name string, count int, delay time.Duration) error {
 	defer s.mu.Unlock()
 	st, ok := s.m[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknown, name)
+		return fmt.Errorf("%w: %q (known: %v)", ErrUnknown, name, s.names)
 	}
 	*st = state{enabled: true, remaining: count, delay: delay}
 	s.log.Warn("fault armed", "fault", name, "count", count, "delay", delay)
 	return nil
 }
 
-// Disarm turns name off.
+// Disarm turns name off; it fails with ErrUnknown for an unknown name.
 func (s *Set) Disarm(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.m[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknown, name)
+		return fmt.Errorf("%w: %q (known: %v)", ErrUnknown, name, s.names)
 	}
 	*st = state{}
 	return nil
@@ -103,37 +129,28 @@ func (s *Set) Reset() {
 	}
 }
 
-// List returns every switch, by name.
+// List returns every switch, in the order given to New.
 func (s *Set) List() []Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Status, 0, len(s.m))
-	for n, st := range s.m {
-		d := ""
-		if st.delay > 0 {
-			d = st.delay.String()
-		}
-		out = append(out, Status{Name: n, Enabled: st.enabled, Remaining: st.remaining, Delay: d})
+	out := make([]Status, 0, len(s.names))
+	for _, n := range s.names {
+		st := s.m[n]
+		out = append(out, Status{Name: n, Enabled: st.enabled, Remaining: st.remaining, Delay: st.delay.String()})
 	}
-	slices.SortFunc(out, func(a, b Status) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
 	return out
 }
 
 // Fire reports whether name is armed and uses one of its shots.
 func (s *Set) Fire(name string) bool {
-	ok, _ := s.take(name)
+	ok, _ := s.Take(name)
 	return ok
 }
 
-func (s *Set) take(name string) (bool, time.Duration) {
+// Take is Fire that also returns the armed delay: it reports whether name
+// is armed, uses one of its shots (the last one disarms it) and returns
+// its delay. A nil Set or an unknown name is never armed.
+func (s *Set) Take(name string) (bool, time.Duration) {
 	if s == nil {
 		return false, 0
 	}
@@ -153,9 +170,9 @@ func (s *Set) take(name string) (bool, time.Duration) {
 	return true, d
 }
 
-// Delay sleeps for name's delay if it is armed.
+// Delay sleeps for name's delay if it is armed (using one shot).
 func (s *Set) Delay(name string) {
-	if ok, d := s.take(name); ok && d > 0 {
+	if ok, d := s.Take(name); ok && d > 0 {
 		time.Sleep(d)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package telemetry
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // TestTracerProvider: without an endpoint the provider still makes real
@@ -40,7 +40,7 @@ func TestTracerProvider(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			posts.Store(0)
 			ctx := context.Background()
-			tp, err := NewTracerProvider(ctx, &conf.Observability{OtlpEndpoint: tc.endpoint}, "order", "test", "i1")
+			tp, err := NewTracerProvider(ctx, Options{Name: "order", Version: "test", Instance: "i1", Endpoint: tc.endpoint})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestTracerProvider(t *testing.T) {
 			}
 		})
 	}
-	tp, err := NewTracerProvider(context.Background(), nil, "order", "", "")
+	tp, err := NewTracerProvider(context.Background(), Options{Name: "order"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestTracerProvider(t *testing.T) {
 // TestTraceHandler: records logged with a span's context carry its ids;
 // others are unchanged.
 func TestTraceHandler(t *testing.T) {
-	tp, err := NewTracerProvider(context.Background(), nil, "order", "", "")
+	tp, err := NewTracerProvider(context.Background(), Options{Name: "order"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,4 +102,24 @@ func TestTraceHandler(t *testing.T) {
 	if _, ok := without["trace_id"]; ok {
 		t.Errorf("record without span has trace_id: %v", without)
 	}
+}
+
+// TestSetup: the provider and the W3C propagator become global; the stop
+// func shuts the provider down.
+func TestSetup(t *testing.T) {
+	stop, err := Setup(Options{Name: "svc", Instance: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := otel.Tracer("test").Start(context.Background(), "op")
+	if !span.SpanContext().IsValid() {
+		t.Fatal("global provider makes no valid spans")
+	}
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	if carrier.Get("traceparent") == "" {
+		t.Fatalf("no traceparent injected: %v", carrier)
+	}
+	span.End()
+	stop()
 }

@@ -1,0 +1,36 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/cleanup"
+	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/data"
+)
+
+// Cleanup deletes the service's old tide_tx_fence and mq_dedup rows
+// every cleanup.interval (kit/cleanup; retention, interval and why the
+// retention has a floor are in conf.Cleanup). It is a Kratos
+// transport.Server; Cleaner runs a pass on demand.
+type Cleanup struct {
+	*kratosmq.Task
+	Cleaner *cleanup.Cleaner
+}
+
+// NewCleanup returns the cleanup of the service's database; it fails on a
+// retention below cleanup.MinRetention. Its counter
+// tide_cleanup_deleted_rows_total{table} goes to reg.
+func NewCleanup(c *conf.Cleanup, d *data.Data, reg *prometheus.Registry) (*Cleanup, error) {
+	cl, err := cleanup.New(d.Gorm(), cleanup.Options{FenceTable: txmsg.DefaultTable, DedupTable: idempotent.DefaultTable,
+		Retention: c.GetRetention().AsDuration(), Interval: c.GetInterval().AsDuration(), Disabled: c.GetDisabled(),
+		Logger: slog.Default().With("module", "order/cleanup"), Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	return &Cleanup{Task: cl.Server("order-cleanup"), Cleaner: cl}, nil
+}

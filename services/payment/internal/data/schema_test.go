@@ -1,0 +1,22 @@
+package data
+
+import (
+	"testing"
+
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/ddl"
+)
+
+// TestMigrationsMatchPatternSchemas fails when a pattern package's table
+// (txmsg: tide_tx_fence; idempotent: mq_dedup; reconcile: reconcile_runs,
+// reconcile_discrepancies, reconcile_audit) no longer matches what the
+// migrations create: migrations are history and stay as they are, so a
+// pattern schema change needs a new migration that creates the table in
+// its new form.
+func TestMigrationsMatchPatternSchemas(t *testing.T) {
+	if err := ddl.CheckFS(migrations, "migrations", txmsg.Schema, idempotent.Schema(idempotent.DefaultTable), reconcile.Schema); err != nil {
+		t.Fatal(err)
+	}
+}
