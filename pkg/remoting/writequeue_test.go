@@ -189,3 +189,64 @@ func TestWriteQueueBackpressure(t *testing.T) {
 		t.Errorf("queued %d bytes, bound %d", maxQueued, maxQueuedBytes)
 	}
 }
+
+// countingConn counts Write calls (it is not a *net.TCPConn, so batches
+// take the copying path: one Write per batch).
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// TestWriteQueueGathers: writers that become runnable together (as the
+// handlers of one burst of requests do) share write calls: the idle
+// writer's yield lets them queue behind it. Every frame still arrives
+// once, whole and in its writer's order.
+func TestWriteQueueGathers(t *testing.T) {
+	w, r := connPair(t, "tcp")
+	cc := &countingConn{Conn: w}
+	q := newTestQueue(cc)
+	const writers, rounds = 64, 20
+	go func() {
+		var hdr [12]byte
+		for range writers * rounds {
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+				return
+			}
+		}
+	}()
+	for round := range rounds {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				f := make([]byte, 12)
+				binary.BigEndian.PutUint32(f, 8)
+				binary.BigEndian.PutUint32(f[4:], uint32(g))
+				binary.BigEndian.PutUint32(f[8:], uint32(round))
+				if _, err := q.write(f, 10*time.Second); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	cc.mu.Lock()
+	writes := cc.writes
+	cc.mu.Unlock()
+	t.Logf("%d frames in %d writes", writers*rounds, writes)
+	if writes >= writers*rounds {
+		t.Fatalf("%d frames took %d writes: nothing was gathered", writers*rounds, writes)
+	}
+}
