@@ -237,14 +237,26 @@ func (s *Server) Conns() []*Conn {
 	return out
 }
 
+// shutdownClosers is how many goroutines Shutdown closes connections from,
+// so that an OnDisconnect hook slow on one connection does not hold back
+// closing the others.
+const shutdownClosers = 16
+
 // Shutdown stops the server: it closes the listeners (Serve returns nil),
 // answers new requests SYSTEM_BUSY, waits for running handlers to return
 // (their replies are written), then closes every connection and waits for
-// the connection goroutines and OnDisconnect hooks. If ctx ends first, the
-// connections are closed at once (cancelling handler contexts) and
-// ctx's error is returned; handlers that ignore their context may still be
-// running then. Responses answered later with Conn.Reply after Shutdown
-// are lost. Shutdown may be called more than once.
+// the connection goroutines and OnDisconnect hooks. If ctx ends first
+// (while handlers run, or while connections are being closed), closing
+// the connections is begun at once (cancelling handler contexts) and
+// ctx's error is returned; handlers that ignore their context, and
+// OnDisconnect hooks still running then, go on in the background.
+// Responses answered later with Conn.Reply after Shutdown are lost.
+// Shutdown may be called more than once.
+//
+// Closing costs one Close (and the OnDisconnect hooks) per connection,
+// done from a few goroutines: with thousands of idle connections it takes
+// milliseconds, as long as the hooks do not do per-connection work that
+// grows with the number of connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	// Refuse new requests before Serve can return, so that a caller who
 	// saw Serve return knows requests are being refused.
@@ -262,11 +274,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	for _, c := range s.Conns() {
-		c.Close()
-	}
+	// No connection is added once shutdown is set (startConn checks it
+	// under mu), so this snapshot is all of them.
+	conns := s.Conns()
 	done := make(chan struct{})
 	go func() {
+		closeAll(conns, shutdownClosers)
 		s.connWG.Wait()
 		close(done)
 	}()
@@ -281,4 +294,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("remoting: shutdown: %w", err)
 	}
 	return nil
+}
+
+// closeAll closes conns from up to workers goroutines and returns once
+// every Close, with its OnDisconnect hooks, has returned.
+func closeAll(conns []*Conn, workers int) {
+	workers = min(workers, len(conns))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(conns) {
+					return
+				}
+				conns[i].Close()
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -59,6 +59,13 @@ type producerGroup struct {
 	members map[uint64]*Member
 }
 
+// chanGroups is the groups one channel is a member of: the reverse index
+// that lets RemoveChannel visit only those groups instead of every group.
+type chanGroups struct {
+	consumers map[string]struct{}
+	producers map[string]struct{}
+}
+
 // Manager is the client table. It is safe for concurrent use.
 type Manager struct {
 	now func() time.Time
@@ -66,6 +73,7 @@ type Manager struct {
 	mu        sync.RWMutex
 	consumers map[string]*consumerGroup
 	producers map[string]*producerGroup
+	byChan    map[uint64]*chanGroups // channel id -> its groups; kept in step with the members maps
 }
 
 // New returns an empty manager; now may be nil (time.Now).
@@ -73,7 +81,53 @@ func New(now func() time.Time) *Manager {
 	if now == nil {
 		now = time.Now
 	}
-	return &Manager{now: now, consumers: map[string]*consumerGroup{}, producers: map[string]*producerGroup{}}
+	return &Manager{now: now, consumers: map[string]*consumerGroup{}, producers: map[string]*producerGroup{},
+		byChan: map[uint64]*chanGroups{}}
+}
+
+// link records that channel id joined a consumer (or producer) group.
+// Caller holds m.mu.
+func (m *Manager) link(id uint64, group string, consumer bool) {
+	cg := m.byChan[id]
+	if cg == nil {
+		cg = &chanGroups{}
+		m.byChan[id] = cg
+	}
+	set := &cg.producers
+	if consumer {
+		set = &cg.consumers
+	}
+	if *set == nil {
+		*set = map[string]struct{}{}
+	}
+	(*set)[group] = struct{}{}
+}
+
+// unlink records that channel id left a consumer (or producer) group.
+// Caller holds m.mu.
+func (m *Manager) unlink(id uint64, group string, consumer bool) {
+	cg := m.byChan[id]
+	if cg == nil {
+		return
+	}
+	if consumer {
+		delete(cg.consumers, group)
+	} else {
+		delete(cg.producers, group)
+	}
+	if len(cg.consumers) == 0 && len(cg.producers) == 0 {
+		delete(m.byChan, id)
+	}
+}
+
+// removeProducer drops a member from a producer group, and the group with
+// its last member. Caller holds m.mu.
+func (m *Manager) removeProducer(name string, g *producerGroup, id uint64) {
+	delete(g.members, id)
+	m.unlink(id, name, false)
+	if len(g.members) == 0 {
+		delete(m.producers, name)
+	}
 }
 
 // ClientInfo identifies the sender of a heartbeat.
@@ -108,6 +162,7 @@ func (m *Manager) RegisterConsumer(ci ClientInfo, c Consumer) (changed bool) {
 		mem.ClientID, mem.LastSeen, mem.Language, mem.Version = ci.ClientID, m.now(), ci.Language, ci.Version
 	} else {
 		g.members[id] = &Member{ClientID: ci.ClientID, Channel: ci.Channel, LastSeen: m.now(), Language: ci.Language, Version: ci.Version}
+		m.link(id, c.Group, true)
 		changed = true
 	}
 	seen := make(map[string]bool, len(c.Subscriptions))
@@ -145,6 +200,7 @@ func (m *Manager) RegisterProducer(ci ClientInfo, group string) {
 		return
 	}
 	g.members[id] = &Member{ClientID: ci.ClientID, Channel: ci.Channel, LastSeen: m.now(), Language: ci.Language, Version: ci.Version}
+	m.link(id, group, false)
 }
 
 // UnregisterClient removes clientID's channel from the named groups
@@ -155,9 +211,8 @@ func (m *Manager) UnregisterClient(ch Channel, producerGroup, consumerGroup stri
 	defer m.mu.Unlock()
 	id := ch.ID()
 	if g := m.producers[producerGroup]; g != nil {
-		delete(g.members, id)
-		if len(g.members) == 0 {
-			delete(m.producers, producerGroup)
+		if _, ok := g.members[id]; ok {
+			m.removeProducer(producerGroup, g, id)
 		}
 	}
 	if g := m.consumers[consumerGroup]; g != nil {
@@ -173,31 +228,39 @@ func (m *Manager) UnregisterClient(ch Channel, producerGroup, consumerGroup stri
 // subscriptions go too (as in RocketMQ). Caller holds m.mu.
 func (m *Manager) removeConsumer(name string, g *consumerGroup, id uint64) {
 	delete(g.members, id)
+	m.unlink(id, name, true)
 	if len(g.members) == 0 {
 		delete(m.consumers, name)
 	}
 }
 
-// RemoveChannel drops a closed connection from every group. It returns the
-// consumer groups whose membership changed (to notify their members) and,
-// for each, the client id that left (for releasing its queue locks).
+// RemoveChannel drops a closed connection from every group it is a member
+// of. It returns the consumer groups whose membership changed (to notify
+// their members), sorted, and for each the client id that left (for
+// releasing its queue locks). Its cost is in the groups of that channel,
+// not in the number of groups or clients: the broker calls it for every
+// connection it closes, also for all of them at once at shutdown.
 func (m *Manager) RemoveChannel(ch Channel) (groups []string, clientIDs []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := ch.ID()
-	for name, g := range m.consumers {
-		if mem, ok := g.members[id]; ok {
-			groups = append(groups, name)
-			clientIDs = append(clientIDs, mem.ClientID)
-			m.removeConsumer(name, g, id)
-		}
+	cg := m.byChan[id]
+	if cg == nil {
+		return nil, nil
 	}
-	for name, g := range m.producers {
-		delete(g.members, id)
-		if len(g.members) == 0 {
-			delete(m.producers, name)
-		}
+	for name := range cg.consumers {
+		groups = append(groups, name)
 	}
+	sort.Strings(groups)
+	for _, name := range groups {
+		g := m.consumers[name]
+		clientIDs = append(clientIDs, g.members[id].ClientID)
+		m.removeConsumer(name, g, id)
+	}
+	for name := range cg.producers {
+		m.removeProducer(name, m.producers[name], id)
+	}
+	delete(m.byChan, id)
 	return groups, clientIDs
 }
 
@@ -224,11 +287,8 @@ func (m *Manager) Expire() (expired []Channel, groups []string) {
 		for id, mem := range g.members {
 			if now.Sub(mem.LastSeen) > ChannelExpiry {
 				expired = append(expired, mem.Channel)
-				delete(g.members, id)
+				m.removeProducer(name, g, id)
 			}
-		}
-		if len(g.members) == 0 {
-			delete(m.producers, name)
 		}
 	}
 	return expired, groups
