@@ -22,6 +22,17 @@ func (s storeFilter) MatchProperties(props func() map[string]string) bool {
 	return s.f.MatchProperties(props())
 }
 
+// storeFilterOf returns the store filter for f: nil when f accepts every
+// message (subscription "*"), which the store treats the same way without
+// calling the filter twice for each record and building the properties
+// closure it passes to MatchProperties.
+func storeFilterOf(f *filter.Filter) store.Filter {
+	if f == nil || f.MatchAll() {
+		return nil
+	}
+	return storeFilter{f}
+}
+
 // handlePull serves PULL_MESSAGE with RocketMQ's checks and long polling
 // (rocketmq-protocol.md §2.8, §5.7).
 func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
@@ -163,7 +174,7 @@ func (b *Broker) subscriptionFilter(exprType, expr string, codes []int64) (*filt
 // pullOnce reads from the store and builds the pull response. found tells
 // whether messages were returned.
 func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestHeader, f *filter.Filter) (*protocol.Command, bool) {
-	res := b.store.GetMessage(h.Topic, h.QueueID, h.QueueOffset, int(h.MaxMsgNums), 0, storeFilter{f})
+	res := b.store.GetMessage(h.Topic, h.QueueID, h.QueueOffset, int(h.MaxMsgNums), 0, storeFilterOf(f))
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	if !b.opts.IsMaster() && b.opts.SlaveReadEnable {

@@ -91,7 +91,7 @@ func NewPushConsumer(group string, opts ...Option) (*PushConsumer, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	if !groupName.MatchString(group) || len(group) > 255 || group == "DEFAULT_CONSUMER" {
+	if !validName(group) || len(group) > 255 || group == "DEFAULT_CONSUMER" {
 		return nil, fmt.Errorf("%w: consumer group %q", ErrInvalidOption, group)
 	}
 	pc := &PushConsumer{s: s, group: group, subs: map[string]*subscription{}, queues: map[Queue]*processQueue{},

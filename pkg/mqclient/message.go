@@ -3,9 +3,10 @@ package mqclient
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/binary"
 	"fmt"
 	"io"
-	"regexp"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,9 @@ type Message struct {
 }
 
 // MessageExt is a message as delivered to a consumer. Handlers own it and
-// may keep it.
+// may keep it. The Bodies of the messages of one pull may share one
+// buffer (the pull's response): a handler that keeps a few small bodies of
+// a large pull for long should copy them, so as not to keep it all.
 type MessageExt struct {
 	Message
 	// MsgID is the client id (UNIQ_KEY), else the OffsetMsgID.
@@ -118,10 +121,23 @@ type SendResult struct {
 	DeliverAt time.Time
 }
 
-var topicName = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+// validName reports whether s is a non-empty string of RocketMQ's name
+// characters [%|a-zA-Z0-9_-] (checked on every send: a loop, not a regexp).
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func validTopic(t string) error {
-	if t == "" || len(t) > protocol.MaxTopicLength || !topicName.MatchString(t) {
+	if t == "" || len(t) > protocol.MaxTopicLength || !validName(t) {
 		return fmt.Errorf("%w: topic %q: only [%%|a-zA-Z0-9_-], 1..127 bytes", ErrInvalidMessage, t)
 	}
 	return nil
@@ -177,12 +193,7 @@ func fromStored(r *protocol.MessageExt, brokerName string) *MessageExt {
 		StoreHost:       r.StoreHost.String(),
 		SysFlag:         r.SysFlag,
 	}
-	if d, err := strconv.Atoi(props[protocol.PropDelayLevel]); err == nil {
-		m.DelayLevel = d
-	}
-	if ms, err := strconv.ParseInt(props[protocol.PropTimerDeliverMS], 10, 64); err == nil {
-		m.DeliverAt = time.UnixMilli(ms)
-	}
+	m.DelayLevel, m.DeliverAt = delayFields(props[protocol.PropDelayLevel], props[protocol.PropTimerDeliverMS])
 	if len(props) > 0 {
 		m.Properties = make(map[string]string, len(props))
 		for k, v := range props {
@@ -198,6 +209,205 @@ func fromStored(r *protocol.MessageExt, brokerName string) *MessageExt {
 		}
 	}
 	return m
+}
+
+// delayFields parses the DELAY and TIMER_DELIVER_MS properties; a missing
+// or unparsable one leaves its field zero. Empty values are not parsed
+// (strconv allocates its error).
+func delayFields(delay, deliverMS string) (level int, at time.Time) {
+	if delay != "" {
+		if d, err := strconv.Atoi(delay); err == nil {
+			level = d
+		}
+	}
+	if deliverMS != "" {
+		if ms, err := strconv.ParseInt(deliverMS, 10, 64); err == nil {
+			at = time.UnixMilli(ms)
+		}
+	}
+	return level, at
+}
+
+// recordDecoder converts the records of one response body into
+// MessageExts: the same result as protocol.DecodeStored and fromStored
+// (which the tests check), with five allocations per message (the
+// MessageExt, its property string, its offset id and its property map)
+// instead of a dozen. The Body of each message aliases the body it decodes
+// (capped at its length, so an append reallocates), so that body must be
+// a buffer nobody else writes, as a remoting response's is. The topic
+// string and host strings are shared between the messages of a body.
+type recordDecoder struct {
+	brokerName string
+	topic      string // the expected topic, reused for records naming it
+	hosts      [4]hostName
+	nhosts     int
+}
+
+type hostName struct {
+	ap netip.AddrPort
+	s  string
+}
+
+// host returns ap as a string, reusing the strings of the last few hosts.
+func (d *recordDecoder) host(ap netip.AddrPort) string {
+	for _, h := range d.hosts[:d.nhosts] {
+		if h.ap == ap {
+			return h.s
+		}
+	}
+	s := ap.String()
+	if d.nhosts < len(d.hosts) {
+		d.hosts[d.nhosts] = hostName{ap, s}
+		d.nhosts++
+	}
+	return s
+}
+
+// recordProps are the properties of one record: the reserved ones apart,
+// the others in user (nil if there are none).
+type recordProps struct {
+	tag, keys, sharding, delay, deliverMS, uniq string
+	user                                        map[string]string
+	any                                         bool // at least one valid piece
+}
+
+// parseProps splits a property string once, without a map for the
+// reserved properties. For a repeated name the last value wins, as in
+// protocol.DecodeProperties.
+func parseProps(s string) recordProps {
+	var p recordProps
+	for len(s) > 0 {
+		var k, v string
+		var ok bool
+		if k, v, s, ok = protocol.NextProperty(s); !ok {
+			continue
+		}
+		p.any = true
+		switch k {
+		case protocol.PropTags:
+			p.tag = v
+			continue
+		case protocol.PropKeys:
+			p.keys = v
+			continue
+		case protocol.PropShardingKey:
+			p.sharding = v
+			continue
+		case protocol.PropDelayLevel:
+			p.delay = v
+			continue
+		case protocol.PropTimerDeliverMS:
+			p.deliverMS = v
+			continue
+		case protocol.PropUniqKey:
+			p.uniq = v
+		}
+		if p.user == nil {
+			p.user = make(map[string]string, 2)
+		}
+		p.user[k] = v
+	}
+	if p.any && p.user == nil {
+		p.user = map[string]string{} // fromStored's map, emptied of reserved names
+	}
+	return p
+}
+
+// decode converts one record that protocol.ViewRecord accepted as v; rec
+// holds its bytes. keep, when not nil, is asked about the record's tag
+// before anything is allocated for it; decode returns nil if it says no.
+func (d *recordDecoder) decode(v *protocol.RecordView, rec []byte, keep func(tag string) bool) *MessageExt {
+	var p recordProps
+	if len(v.Properties) > 0 {
+		p = parseProps(string(v.Properties))
+	}
+	if keep != nil && !keep(p.tag) {
+		return nil
+	}
+	topic := d.topic
+	if string(v.Topic) != topic {
+		topic = string(v.Topic)
+	}
+	var body []byte
+	if v.BodyLength > 0 {
+		end := v.BodyOffset + v.BodyLength
+		body = rec[v.BodyOffset:end:end]
+	}
+	born, store := protocol.RecordHosts(rec, v.SysFlag)
+	m := &MessageExt{
+		Message: Message{
+			Topic: topic, Body: body, Flag: v.Flag,
+			Tag: p.tag, Keys: strings.Fields(p.keys), ShardingKey: p.sharding,
+			Properties: p.user,
+		},
+		OffsetMsgID:     protocol.OffsetMsgID(store, v.PhysicalOffset),
+		Queue:           Queue{Topic: topic, BrokerName: d.brokerName, QueueID: v.QueueID},
+		QueueOffset:     v.QueueOffset,
+		CommitLogOffset: v.PhysicalOffset,
+		ReconsumeTimes:  v.ReconsumeTimes,
+		BornTimestamp:   time.UnixMilli(v.BornTimestamp),
+		StoreTimestamp:  time.UnixMilli(v.StoreTimestamp),
+		BornHost:        d.host(born),
+		StoreHost:       d.host(store),
+		SysFlag:         v.SysFlag,
+	}
+	m.MsgID = p.uniq
+	if m.MsgID == "" {
+		m.MsgID = m.OffsetMsgID
+	}
+	m.DelayLevel, m.DeliverAt = delayFields(p.delay, p.deliverMS)
+	if v.SysFlag&protocol.SysFlagCompressed != 0 {
+		if b, err := inflate(body); err == nil {
+			m.Body = b
+		}
+	}
+	return m
+}
+
+// decodePull converts the records of a pull response body of queue q: those
+// at queue offset from or later whose tag keep accepts (keep nil: all),
+// each retry message under its original topic. It stops at the first bad
+// record with its error; n counts the records before it (skipped ones
+// included) and last is the queue offset of the last of them.
+func decodePull(body []byte, q Queue, from int64, keep func(tag string) bool) (msgs []*MessageExt, n int, last int64, err error) {
+	d := recordDecoder{brokerName: q.BrokerName, topic: q.Topic}
+	msgs = make([]*MessageExt, 0, countRecords(body))
+	for len(body) > 0 {
+		v, verr := protocol.ViewRecord(body, false)
+		if verr != nil {
+			return msgs, n, last, verr
+		}
+		rec := body[:v.Size:v.Size]
+		body = body[v.Size:]
+		n, last = n+1, v.QueueOffset
+		if v.QueueOffset < from {
+			continue
+		}
+		m := d.decode(&v, rec, keep)
+		if m == nil {
+			continue
+		}
+		if rt := m.Properties[protocol.PropRetryTopic]; rt != "" && strings.HasPrefix(m.Topic, RetryTopicPrefix) {
+			m.Topic = rt
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, n, last, nil
+}
+
+// countRecords counts the records of body by their size words alone (at
+// most what decodePull returns): the capacity for its result.
+func countRecords(body []byte) int {
+	n := 0
+	for len(body) >= 4 {
+		size := int(binary.BigEndian.Uint32(body))
+		if size < protocol.RecordMinSize || size > len(body) {
+			break
+		}
+		body = body[size:]
+		n++
+	}
+	return n
 }
 
 func deflate(b []byte) []byte {

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -130,7 +129,6 @@ func defaultSettings() settings {
 	}
 }
 
-var groupName = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
 
 func (s *settings) validate() error {
 	bad := func(format string, args ...any) error {
@@ -145,7 +143,7 @@ func (s *settings) validate() error {
 		return bad("intervals must be positive")
 	case s.retries < 0:
 		return bad("retries %d < 0", s.retries)
-	case !groupName.MatchString(s.producerGroup) || len(s.producerGroup) > 255:
+	case !validName(s.producerGroup) || len(s.producerGroup) > 255:
 		return bad("producer group %q: only [%%|a-zA-Z0-9_-], at most 255 bytes", s.producerGroup)
 	case s.concurrency <= 0:
 		return bad("concurrency %d <= 0", s.concurrency)

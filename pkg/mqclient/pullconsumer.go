@@ -3,7 +3,7 @@ package mqclient
 import (
 	"context"
 	"fmt"
-	"strings"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +57,7 @@ func NewPullConsumer(group string, opts ...Option) (*PullConsumer, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	if !groupName.MatchString(group) || len(group) > 255 {
+	if !validName(group) || len(group) > 255 {
 		return nil, fmt.Errorf("%w: consumer group %q", ErrInvalidOption, group)
 	}
 	pc := &PullConsumer{s: s, group: group, c: newCore(s)}
@@ -136,19 +136,16 @@ func (pc *PullConsumer) Pull(ctx context.Context, q Queue, expr string, offset i
 	}
 	res.NextOffset, res.MinOffset, res.MaxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
 	if resp.Code == protocol.Success {
-		recs, err := protocol.DecodeMessages(resp.Body)
-		if err != nil && len(recs) == 0 {
+		var keep func(string) bool
+		if !sd.MatchesAll() {
+			keep = sd.MatchesTag
+		}
+		msgs, n, _, err := decodePull(resp.Body, q, math.MinInt64, keep)
+		if err != nil && n == 0 {
 			return nil, err
 		}
-		for _, r := range recs {
-			m := fromStored(r, q.BrokerName)
-			if !sd.MatchesTag(m.Tag) {
-				continue
-			}
-			if rt := r.Property(protocol.PropRetryTopic); rt != "" && strings.HasPrefix(m.Topic, RetryTopicPrefix) {
-				m.Topic = rt
-			}
-			res.Messages = append(res.Messages, m)
+		if len(msgs) > 0 {
+			res.Messages = msgs
 		}
 		if len(res.Messages) == 0 {
 			res.Status = PullNoMatched

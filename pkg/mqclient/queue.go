@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -250,28 +249,21 @@ func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 	}
 	var msgs []*MessageExt
 	if resp.Code == protocol.Success {
-		recs, err := protocol.DecodeMessages(resp.Body)
+		var keep func(string) bool
+		if sd.ExpressionType == protocol.ExpressionTypeTag && !sd.MatchesAll() {
+			keep = sd.MatchesTag
+		}
+		var n int
+		var last int64
+		msgs, n, last, err = decodePull(resp.Body, pq.q, off, keep)
 		if err != nil {
 			// Never skip what could not be decoded: deliver the records
 			// before the bad one and pull again right after them.
-			if len(recs) == 0 {
+			if n == 0 {
 				return fmt.Errorf("mqclient: pull body of %s at %d: %w", pq.q, off, err)
 			}
-			pc.s.logger.Warn("mqclient: truncated pull body", "queue", pq.q, "offset", off, "decoded", len(recs), "err", err)
-			rh.NextBeginOffset = recs[len(recs)-1].QueueOffset + 1
-		}
-		for _, r := range recs {
-			if r.QueueOffset < off {
-				continue
-			}
-			m := fromStored(r, pq.q.BrokerName)
-			if sd.ExpressionType == protocol.ExpressionTypeTag && !sd.MatchesTag(m.Tag) {
-				continue
-			}
-			if rt := r.Property(protocol.PropRetryTopic); rt != "" && strings.HasPrefix(m.Topic, RetryTopicPrefix) {
-				m.Topic = rt
-			}
-			msgs = append(msgs, m)
+			pc.s.logger.Warn("mqclient: truncated pull body", "queue", pq.q, "offset", off, "decoded", n, "err", err)
+			rh.NextBeginOffset = last + 1
 		}
 	}
 	pq.mu.Lock()

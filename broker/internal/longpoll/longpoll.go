@@ -8,7 +8,6 @@ package longpoll
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,7 +81,7 @@ type Service struct {
 	maxOffset func(topic string, queueID int32) int64
 
 	mu     sync.Mutex
-	queues map[string][]*Request
+	queues map[queueKey][]*Request
 	owners map[any]int // held requests by Request.Owner
 	limits Limits
 	closed bool
@@ -94,15 +93,20 @@ type Service struct {
 	wg           sync.WaitGroup
 }
 
-func key(topic string, queueID int32) string {
-	return topic + "@" + strconv.Itoa(int(queueID))
+// queueKey names a queue; a struct rather than a joined string so that
+// Notify, called for every dispatched message, does not allocate.
+type queueKey struct {
+	topic   string
+	queueID int32
 }
+
+func key(topic string, queueID int32) queueKey { return queueKey{topic, queueID} }
 
 // New returns a Service; maxOffset reports a queue's current max offset
 // (next free offset) for the periodic re-check, which runs every
 // checkInterval (5 s in RocketMQ).
 func New(maxOffset func(topic string, queueID int32) int64, checkInterval time.Duration) *Service {
-	s := &Service{maxOffset: maxOffset, queues: map[string][]*Request{}, owners: map[any]int{}, stop: make(chan struct{})}
+	s := &Service{maxOffset: maxOffset, queues: map[queueKey][]*Request{}, owners: map[any]int{}, stop: make(chan struct{})}
 	if checkInterval <= 0 {
 		checkInterval = 5 * time.Second
 	}
@@ -176,12 +180,12 @@ func (s *Service) count(r *Request) {
 	}
 }
 
-func (s *Service) expire(k string, r *Request) {
+func (s *Service) expire(k queueKey, r *Request) {
 	s.remove(k, r)
 	r.finish(s, true)
 }
 
-func (s *Service) remove(k string, r *Request) {
+func (s *Service) remove(k queueKey, r *Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list := s.queues[k]
@@ -283,7 +287,7 @@ func (s *Service) Close() {
 	for _, list := range s.queues {
 		all = append(all, list...)
 	}
-	s.queues = map[string][]*Request{}
+	s.queues = map[queueKey][]*Request{}
 	s.mu.Unlock()
 	close(s.stop)
 	s.wg.Wait()

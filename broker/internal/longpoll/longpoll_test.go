@@ -163,3 +163,24 @@ func TestServiceLimitFreedOnResume(t *testing.T) {
 		t.Fatal("close should resume as timed out")
 	}
 }
+
+// TestServiceNotifyDoesNotAllocate: Notify runs for every dispatched
+// message, so looking up a queue nobody (or a non-matching pull) waits on
+// must not allocate.
+func TestServiceNotifyDoesNotAllocate(t *testing.T) {
+	s := New(func(string, int32) int64 { return 0 }, time.Hour)
+	defer s.Close()
+	res, _ := resumeChan()
+	s.Hold(&Request{Topic: "t", QueueID: 1, Offset: 0, Deadline: time.Now().Add(time.Hour), Resume: res,
+		Match: func(int64, []byte) bool { return false }})
+	allocs := testing.AllocsPerRun(100, func() {
+		s.Notify("t", 0, 5, 0, nil) // no waiter on queue 0
+		s.Notify("t", 1, 5, 0, nil) // a waiter that does not match
+	})
+	if allocs != 0 {
+		t.Errorf("Notify allocated %.1f times per call pair", allocs)
+	}
+	if s.Held() != 1 {
+		t.Errorf("held = %d, want 1", s.Held())
+	}
+}

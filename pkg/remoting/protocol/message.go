@@ -117,19 +117,32 @@ func EncodeProperties(props map[string]string) string {
 func DecodeProperties(s string) map[string]string {
 	m := make(map[string]string, strings.Count(s, string(PropertySeparator))+1)
 	for len(s) > 0 {
-		var piece string
-		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
-			piece, s = s[:i], s[i+1:]
-		} else {
-			piece, s = s, ""
+		var k, v string
+		var ok bool
+		if k, v, s, ok = NextProperty(s); ok {
+			m[k] = v
 		}
-		j := strings.IndexByte(piece, NameValueSeparator)
-		if j <= 0 || strings.IndexByte(piece[j+1:], NameValueSeparator) >= 0 {
-			continue
-		}
-		m[piece[:j]] = piece[j+1:]
 	}
 	return m
+}
+
+// NextProperty splits the first piece (up to the next 0x02) off a
+// non-empty property string s and returns its name and value and the
+// rest of s. ok is false for a piece DecodeProperties ignores: one that is
+// not exactly a non-empty name, 0x01 and a value. name and value are
+// substrings of s; nothing is allocated. Iterating with it until rest is
+// empty sees the pieces DecodeProperties puts in its map, in order (for a
+// repeated name the last one is the map's).
+func NextProperty(s string) (name, value, rest string, ok bool) {
+	piece := s
+	if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+		piece, rest = s[:i], s[i+1:]
+	}
+	j := strings.IndexByte(piece, NameValueSeparator)
+	if j <= 0 || strings.IndexByte(piece[j+1:], NameValueSeparator) >= 0 {
+		return "", "", rest, false
+	}
+	return piece[:j], piece[j+1:], rest, true
 }
 
 // PropertyValue returns one property from an encoded property string
@@ -429,6 +442,21 @@ func DecodeStored(buf []byte, checkCRC bool) (*MessageExt, int, error) {
 	return m, int(size), nil
 }
 
+// RecordHosts returns the born and store hosts of a record that ViewRecord
+// accepted (rec starts at the record; sysFlag is its RecordView.SysFlag),
+// without allocating. A record too short to hold them gives zero values.
+func RecordHosts(rec []byte, sysFlag int32) (born, store netip.AddrPort) {
+	bl, sl := hostLen(sysFlag, SysFlagBornHostV6), hostLen(sysFlag, SysFlagStoreHostV6)
+	p := RecordBornTSPos + 8
+	if len(rec) < p+bl+8+sl {
+		return born, store
+	}
+	born = readHost(rec[p:p+bl], bl == 20)
+	p += bl + 8
+	store = readHost(rec[p:p+sl], sl == 20)
+	return born, store
+}
+
 func readHost(b []byte, v6 bool) netip.AddrPort {
 	if v6 {
 		a := netip.AddrFrom16([16]byte(b[:16]))
@@ -558,4 +586,16 @@ func ViewRecord(buf []byte, checkCRC bool) (RecordView, error) {
 func AppendBlank(dst []byte, size int32) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
 	return binary.BigEndian.AppendUint32(dst, blankMagicU32)
+}
+
+// PropertiesLen returns len(EncodeProperties(props)) without building the
+// string: for the size check a broker makes on every send.
+func PropertiesLen(props map[string]string) int {
+	n := 0
+	for k, v := range props {
+		if k != "" && v != "" {
+			n += len(k) + len(v) + 2
+		}
+	}
+	return n
 }

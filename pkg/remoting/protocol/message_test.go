@@ -435,3 +435,16 @@ func TestBatchDocBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestPropertiesLen(t *testing.T) {
+	for _, props := range []map[string]string{
+		nil,
+		{},
+		{"KEYS": "k1 k2", "TAGS": "TagA", "UNIQ_KEY": "0A0B"},
+		{"": "skipped", "EMPTY": "", "A": "b"},
+	} {
+		if got, want := PropertiesLen(props), len(EncodeProperties(props)); got != want {
+			t.Errorf("PropertiesLen(%v) = %d, want %d", props, got, want)
+		}
+	}
+}
