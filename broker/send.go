@@ -116,8 +116,8 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 		if len(m.Body) > b.opts.Store.MaxMessageSize {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "the message body size %d is over the limit of %d bytes (maxMessageSize)", len(m.Body), b.opts.Store.MaxMessageSize)
 		}
-		if p := protocol.EncodeProperties(m.Properties); len(p) > protocol.MaxPropertiesLength {
-			return b.errorResponse(c, req, protocol.MessageIllegal, "the message properties are %d bytes, over the limit of %d", len(p), protocol.MaxPropertiesLength)
+		if n := protocol.PropertiesLen(m.Properties); n > protocol.MaxPropertiesLength {
+			return b.errorResponse(c, req, protocol.MessageIllegal, "the message properties are %d bytes, over the limit of %d", n, protocol.MaxPropertiesLength)
 		}
 	}
 	// Retry topics divert to the DLQ once the consumer gave up (RocketMQ's
@@ -185,8 +185,14 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 		res store.PutResult
 		err error
 	)
-	pctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)
-	defer cancel()
+	// Only a SYNC_FLUSH store or a SYNC_MASTER waits after the append;
+	// the others need no deadline (and save a context and a timer per send).
+	pctx := context.Background()
+	if b.opts.Store.FlushDiskType == store.SyncFlush || b.opts.BrokerRole == "SYNC_MASTER" {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(pctx, time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)
+		defer cancel()
+	}
 	start := time.Now()
 	if len(msgs) == 1 {
 		res, err = b.store.PutMessage(pctx, msgs[0])
@@ -213,20 +219,30 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 		resp.Remark = protocol.CodeName(code)
 		b.log.Warn("send stored but not replicated in time", "topic", msgs[0].Topic, "response", resp.Remark)
 	}
-	for _, m := range msgs {
-		t := m.Topic
-		if real := m.Property(protocol.PropRealTopic); real != "" {
-			t = real
-		}
-		b.metrics.msgsIn.WithLabelValues(t).Inc()
-		b.metrics.bytesIn.WithLabelValues(t).Add(float64(len(m.Body)))
+	// One counter update per request: a batch shares its topic, and a
+	// diverted (delayed) message is alone in its request.
+	t := msgs[0].Topic
+	if real := msgs[0].Property(protocol.PropRealTopic); real != "" {
+		t = real
 	}
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
+	var size int
+	for _, m := range msgs {
+		size += len(m.Body)
+	}
+	b.metrics.msgsIn.WithLabelValues(t).Add(float64(len(msgs)))
+	b.metrics.bytesIn.WithLabelValues(t).Add(float64(size))
+	var msgID string
+	if len(msgs) == 1 {
+		msgID = protocol.OffsetMsgID(b.storeHost, msgs[0].CommitLogOffset)
+	} else {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
+		}
+		msgID = strings.Join(ids, ",")
 	}
 	rh := protocol.SendMessageResponseHeader{
-		MsgID:       strings.Join(ids, ","),
+		MsgID:       msgID,
 		QueueID:     queueID,
 		QueueOffset: res.QueueOffset,
 		MsgRegion:   b.opts.RegionID,

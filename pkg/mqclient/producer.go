@@ -178,7 +178,7 @@ func (p *Producer) encode(msg *Message) (*outgoing, error) {
 		o.body = deflate(msg.Body)
 		o.sysFlag |= protocol.SysFlagCompressed
 	}
-	if len(protocol.EncodeProperties(o.props)) > protocol.MaxPropertiesLength {
+	if protocol.PropertiesLen(o.props) > protocol.MaxPropertiesLength {
 		return nil, fmt.Errorf("%w: properties exceed %d bytes", ErrInvalidMessage, protocol.MaxPropertiesLength)
 	}
 	return o, nil
