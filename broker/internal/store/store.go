@@ -415,7 +415,7 @@ func (s *Store) shutdown() error {
 	close(s.stop)
 	s.wg.Wait()
 	s.dispatchAvailable()
-	if err := s.flushLogics(); err != nil {
+	if err := s.flushLogics(true); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.saveCheckpoint(true); err != nil {

@@ -267,6 +267,22 @@ func (c *Queue) Flush() error {
 	return err
 }
 
+// FirstUnflushed returns the commit log offset of the first unit written
+// but not flushed yet, and false when every written unit is flushed. A
+// unit it cannot read, or a hole, gives 0: the caller keeps its checkpoint
+// back, which is safe. Safe to call concurrently with Put.
+func (c *Queue) FirstUnflushed() (int64, bool) {
+	fl := c.q.FlushedOffset()
+	if fl >= c.q.MaxOffset() {
+		return 0, false
+	}
+	units, err := c.Read(max(fl/UnitSize, c.MinOffset()), 1)
+	if err != nil || len(units) == 0 || units[0].Size <= 0 {
+		return 0, true
+	}
+	return units[0].Offset, true
+}
+
 // DirtyBytes returns the number of unflushed bytes.
 func (c *Queue) DirtyBytes() int64 { return c.q.DirtyBytes() }
 
