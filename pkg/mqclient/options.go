@@ -129,7 +129,6 @@ func defaultSettings() settings {
 	}
 }
 
-
 func (s *settings) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))

@@ -18,7 +18,7 @@ func TestFlushLogicsLeastPages(t *testing.T) {
 	s := openStore(t, c)
 
 	put(t, s, newMsg("Quiet", 0, "one", nil)) // 20 bytes dirty: below 2 pages
-	for range 500 {                            // 10,000 bytes dirty: above
+	for range 500 {                           // 10,000 bytes dirty: above
 		put(t, s, newMsg("Busy", 0, strings.Repeat("x", 10), nil))
 	}
 	waitDispatched(t, s)
