@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -138,7 +139,7 @@ func logFailures(l *slog.Logger, group string) mqclient.Middleware {
 // Start creates the topics if missing, then starts the consumer and the
 // relay.
 func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := EnsureTopics(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents); err != nil {
+	if err := topics.Ensure(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents); err != nil {
 		return err
 	}
 	if err := s.relay.Start(ctx); err != nil {
@@ -163,37 +164,4 @@ func (s *ConsumerServer) Running() bool { return s.running.Load() }
 func (s *ConsumerServer) Stop(ctx context.Context) error {
 	s.running.Store(false)
 	return errors.Join(s.mq.Stop(ctx), s.relay.Stop(ctx))
-}
-
-// EnsureTopics creates topics (8 queues, on every master) that do not
-// exist yet and waits until the NameServers route them; opts are the
-// admin client's (data.ClientOptions).
-func EnsureTopics(ctx context.Context, opts []mqclient.Option, topics ...string) error {
-	a, err := mqclient.NewAdmin(opts...)
-	if err != nil {
-		return err
-	}
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-	defer a.Shutdown(context.WithoutCancel(ctx))
-	have, err := a.Topics(ctx)
-	if err != nil {
-		return fmt.Errorf("server: list topics: %w", err)
-	}
-	for _, t := range topics {
-		found := false
-		for _, h := range have {
-			found = found || h == t
-		}
-		if !found {
-			if err := a.CreateTopic(ctx, t, mqclient.TopicConfig{Order: true}); err != nil {
-				return fmt.Errorf("server: create topic: %w", err)
-			}
-		}
-		if err := a.WaitTopic(ctx, t); err != nil {
-			return err
-		}
-	}
-	return nil
 }

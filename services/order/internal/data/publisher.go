@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"fmt"
+	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"strings"
 	"time"
@@ -88,7 +89,7 @@ func NewSender(c *conf.MQ, d *Data, faults *fault.Set, reg prometheus.Registerer
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, base, eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
+	if err := topics.Ensure(ctx, base, eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
 		return nil, nil, fmt.Errorf("data: %w", err)
 	}
 	s, err := txmsg.New(d.db, txmsg.WithGroup(group), txmsg.WithProducerOptions(popts...), txmsg.WithRegisterer(reg),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func NewConsumer(c *conf.MQ, uc *biz.OrderUsecase, d *data.Data, faults *fault.S
 // Start creates the subscribed topics if another service has not yet,
 // then starts the consumers.
 func (c *Consumer) Start(ctx context.Context) error {
-	if err := data.EnsureTopics(ctx, c.base, eventv1.TopicInventoryEvents,
+	if err := topics.Ensure(ctx, c.base, eventv1.TopicInventoryEvents,
 		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"errors"
+	"github.com/tidemq/tide/services/kit/topics"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestBrokerJob(t *testing.T) {
 	ns := nameservertest.Start(t)
 	brokertest.Start(t, ns)
 	const topic, dlq = "stuck-events", "%DLQ%some-group"
-	if err := EnsureTopics(ctx, []mqclient.Option{mqclient.WithNameServers(ns)}, topic, dlq); err != nil {
+	if err := topics.Ensure(ctx, []mqclient.Option{mqclient.WithNameServers(ns)}, topic, dlq); err != nil {
 		t.Fatal(err)
 	}
 	p, err := mqclient.NewTransactionProducer(func(context.Context, *mqclient.MessageExt) mqclient.TransactionState {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"time"
 
@@ -78,7 +79,7 @@ func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.
 	// brokers of its topics at Start (so that it answers check-backs of
 	// half messages a crashed instance left) and does not retry a topic
 	// that was missing then.
-	if err := EnsureTopics(ctx, ClientOptions(c), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
+	if err := topics.Ensure(ctx, ClientOptions(c), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
 		return nil, nil, err
 	}
 	if err := s.Start(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,7 +125,7 @@ func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService
 
 // Start creates the topics if missing, then starts the consumer.
 func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := data.EnsureTopics(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
+	if err := topics.Ensure(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
 		return err
 	}
 	return s.mq.Start(ctx)
