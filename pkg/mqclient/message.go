@@ -123,18 +123,7 @@ type SendResult struct {
 
 // validName reports whether s is a non-empty string of RocketMQ's name
 // characters [%|a-zA-Z0-9_-] (checked on every send: a loop, not a regexp).
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validName(s string) bool { return s != "" && protocol.BadNameByte(s) < 0 }
 
 func validTopic(t string) error {
 	if t == "" || len(t) > protocol.MaxTopicLength || !validName(t) {

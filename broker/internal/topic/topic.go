@@ -81,11 +81,8 @@ func ValidateName(name string) error {
 	if len(name) > MaxNameLength {
 		return fmt.Errorf("%w: %q is %d bytes long, the maximum is %d", ErrInvalidName, name, len(name), MaxNameLength)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q contains %q; only [%%|a-zA-Z0-9_-] is allowed", ErrInvalidName, name, c)
-		}
+	if i := protocol.BadNameByte(name); i >= 0 {
+		return fmt.Errorf("%w: %q contains %q; only [%%|a-zA-Z0-9_-] is allowed", ErrInvalidName, name, name[i])
 	}
 	return nil
 }
