@@ -145,10 +145,7 @@ func TestInvokeTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	pending := len(c.futures)
-	c.mu.Unlock()
-	if pending != 0 {
+	if pending := pendingFutures(c); pending != 0 {
 		t.Fatalf("%d futures left after the timeout", pending)
 	}
 	close(release) // the late reply is dropped; the connection keeps working
@@ -185,10 +182,7 @@ func TestInvokeTimeoutParameter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	pending := len(c.futures)
-	c.mu.Unlock()
-	if pending != 0 {
+	if pending := pendingFutures(c); pending != 0 {
 		t.Fatalf("%d futures left after the timeout", pending)
 	}
 	close(release)
@@ -264,11 +258,8 @@ func TestInvokeAsync(t *testing.T) {
 			// A second call would have to come from the same futures,
 			// which are gone: check the table is empty.
 			c, _ := cl.Conn(context.Background(), addr)
-			c.mu.Lock()
-			n := len(c.futures)
-			c.mu.Unlock()
-			if n != 0 || calls.Load() != 1 {
-				t.Fatalf("futures %d, calls %d", n, calls.Load())
+			if n := pendingFutures(c); n != 0 || calls.Load() != 1 {
+				t.Fatalf("futures %d, calls %d", pendingFutures(c), calls.Load())
 			}
 		})
 	}
@@ -737,4 +728,11 @@ func TestRecordedClientFramesAnswered(t *testing.T) {
 			t.Fatalf("%s: reply %+v", p, resp)
 		}
 	}
+}
+
+// pendingFutures is the number of requests c still waits answers for.
+func pendingFutures(c *Conn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.futures)
 }
