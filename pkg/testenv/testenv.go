@@ -83,10 +83,13 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func deathSig() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
 
-func waitTCP(addr string, d time.Duration) error {
+func waitTCP(addr string, d time.Duration) error { return waitDial("tcp", addr, d) }
+
+// waitDial waits until a connection to addr on network succeeds.
+func waitDial(network, addr string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		c, err := net.DialTimeout(network, addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
 			return nil
@@ -154,9 +157,17 @@ func startMaria() (*mariaServer, error) {
 		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
 		return nil, fmt.Errorf("mariadbd: %w\n%s", err, log)
 	}
+	// The setup below goes through the unix socket, which mariadbd may
+	// start accepting on a moment after the TCP port: wait for it too
+	// (setup failed with "connection refused" on the socket now and then).
+	sock := filepath.Join(dir, "mysqld.sock")
+	if err := waitDial("unix", sock, 60*time.Second); err != nil {
+		cmd.Process.Kill()
+		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return nil, fmt.Errorf("mariadbd socket: %w\n%s", err, log)
+	}
 	// root@localhost has no password; over TCP from 127.0.0.1 with
 	// skip-name-resolve it is root@127.0.0.1: grant it.
-	sock := filepath.Join(dir, "mysqld.sock")
 	db, err := sql.Open("mysql", "root@unix("+sock+")/")
 	if err != nil {
 		return nil, err
