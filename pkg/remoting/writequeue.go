@@ -12,21 +12,21 @@ import (
 // without a goroutine of its own and without holding a lock across I/O.
 //
 // Whoever writes while no write is in progress becomes the writer: it
-// yields the processor once (runtime.Gosched) so that goroutines already
+// yields the processor (runtime.Gosched) so that goroutines already
 // runnable -- typically the handlers of requests read in the same burst,
-// or other senders -- can queue their frames, then writes its frame and
-// everything queued meanwhile in one syscall; it yields again (up to
-// maxYields) while each yield brings more frames. After a yield that
-// gathered nothing the next yieldBackoff idle writes do not yield. Frames written while a write
-// is in progress join the pending batch; when that write ends, the first
-// writer of the batch (its leader) is woken and writes the whole batch in
-// one syscall (writev on TCP, one buffer otherwise, e.g. TLS), then hands
-// over to the next batch. So each caller performs at most one write, the
-// lock guards only the queue, and under load a syscall carries many
-// frames. The yield costs a lone writer well under a microsecond (nothing
-// else is runnable); with many writers it replaces a syscall per frame
-// (each also waking the peer's reader) by one per burst: measured in
-// BenchmarkWriteQueueBurst and in tools/mqbench (docs/benchmarks/analysis.md).
+// or other senders -- can queue their frames, yields again (up to
+// maxYields) while each yield brings more, then writes its frame and
+// everything queued meanwhile in one syscall. After a yield that gathered
+// nothing, the next yieldBackoff idle writes do not yield. Frames written
+// while a write is in progress join the pending batch; when that write
+// ends, the first writer of the batch (its leader) is woken and writes the
+// whole batch in one syscall (writev on TCP, one buffer otherwise, e.g.
+// TLS), then hands over to the next batch. So each caller performs at most
+// one write, the lock guards only the queue, and under load a syscall
+// carries many frames. A yield costs a lone writer well under a
+// microsecond; with many writers it replaces a syscall per frame (each
+// also waking the peer's reader) by one per burst (TestWriteQueueGathers;
+// tools/mqbench figures in docs/benchmarks/analysis.md).
 //
 // Contract of write: safe for concurrent use; frames go out in the order
 // their write calls entered the queue; it blocks until the frame is
@@ -128,20 +128,12 @@ func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, er
 	// release detached b from pending before closing turn: nobody
 	// appends to it any more, and this goroutine now owns the write.
 	werr := q.writeOut(timeout, nil, b.bufs)
-	if werr != nil {
-		q.mu.Lock()
-		if q.err == nil {
-			q.err = werr
-		}
-		b.err = q.err
-		q.mu.Unlock()
-	}
-	close(b.done)
+	q.complete(b, werr)
 	return q.release(werr)
 }
 
 // writeIdle is the write of a caller that found the queue idle (it holds
-// busy): yield once, then write frame with whatever was queued meanwhile.
+// busy): yield, then write frame with whatever was queued meanwhile.
 // The absorbed batch is completed here; its leader only waits for done.
 func (q *writeQueue) writeIdle(timeout time.Duration, frame []byte) error {
 	// Yield again while each yield brings more frames, up to maxYields.
@@ -173,18 +165,24 @@ func (q *writeQueue) writeIdle(timeout time.Duration, frame []byte) error {
 	bufs := make([][]byte, 0, len(b.bufs)+1)
 	bufs = append(append(bufs, frame), b.bufs...)
 	werr := q.writeOut(timeout, nil, bufs)
-	q.mu.Lock()
-	if werr != nil && q.err == nil {
-		q.err = werr
-	}
-	if werr != nil {
-		b.err = q.err
-	}
-	q.mu.Unlock()
 	b.absorbed = true
-	close(b.done)
+	q.complete(b, werr)
 	close(b.turn)
 	return werr
+}
+
+// complete records the outcome of the write that carried b's frames and
+// releases b's writers: on failure the queue's sticky error is b's.
+func (q *writeQueue) complete(b *writeBatch, werr error) {
+	if werr != nil {
+		q.mu.Lock()
+		if q.err == nil {
+			q.err = werr
+		}
+		b.err = q.err
+		q.mu.Unlock()
+	}
+	close(b.done)
 }
 
 // writeOut writes one frame or a batch of frames. Only the writer holding
