@@ -75,21 +75,10 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 		return nil, cl.err
 	}
 	cl.mu.Lock()
-	if cl.closed {
+	c, e, err := cl.lookup(addr)
+	if c != nil || err != nil {
 		cl.mu.Unlock()
-		return nil, fmt.Errorf("%w: client is closed", ErrClosed)
-	}
-	e := cl.conns[addr]
-	if e != nil {
-		select {
-		case <-e.ready:
-			if e.conn != nil && e.conn.Err() == nil {
-				cl.mu.Unlock()
-				return e.conn, nil
-			}
-			e = nil // closed or failed: dial again
-		default:
-		}
+		return c, err
 	}
 	if e != nil { // a dial is in progress: wait for it
 		cl.mu.Unlock()
@@ -104,7 +93,7 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	cl.conns[addr] = e
 	cl.mu.Unlock()
 
-	c, err := cl.dial(ctx, addr)
+	c, err = cl.dial(ctx, addr)
 
 	cl.mu.Lock()
 	if err == nil && cl.closed {
@@ -172,6 +161,28 @@ func (cl *Client) Invoke(ctx context.Context, addr string, req *protocol.Command
 	return c.Invoke(ctx, req)
 }
 
+// lookup finds addr's connection; cl.mu must be held. It returns the open
+// connection, or the dial in progress (conn nil), or neither (none yet, or
+// it closed or failed: dial again); err when the client is closed.
+func (cl *Client) lookup(addr string) (conn *Conn, dialing *dialEntry, err error) {
+	if cl.closed {
+		return nil, nil, fmt.Errorf("%w: client is closed", ErrClosed)
+	}
+	e := cl.conns[addr]
+	if e == nil {
+		return nil, nil, nil
+	}
+	select {
+	case <-e.ready:
+		if e.conn != nil && e.conn.Err() == nil {
+			return e.conn, nil, nil
+		}
+		return nil, nil, nil
+	default:
+		return nil, e, nil
+	}
+}
+
 // cachedConn returns the open connection to addr, or nil when there is
 // none yet (or it failed); err only when the client cannot be used.
 func (cl *Client) cachedConn(addr string) (*Conn, error) {
@@ -180,19 +191,8 @@ func (cl *Client) cachedConn(addr string) (*Conn, error) {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if cl.closed {
-		return nil, fmt.Errorf("%w: client is closed", ErrClosed)
-	}
-	if e := cl.conns[addr]; e != nil {
-		select {
-		case <-e.ready:
-			if e.conn != nil && e.conn.Err() == nil {
-				return e.conn, nil
-			}
-		default:
-		}
-	}
-	return nil, nil
+	c, _, err := cl.lookup(addr)
+	return c, err
 }
 
 // InvokeTimeout sends req to addr and waits for the response; see

@@ -306,23 +306,21 @@ func (c *Conn) invoke(ctx context.Context, req *protocol.Command, timeout time.D
 		res := <-f.ch // completed by a close racing with the failed write
 		return res.cmd, res.err
 	}
+	var gaveUp error
 	select {
 	case res := <-f.ch:
 		return res.cmd, res.err
 	case <-expired:
-		if c.takeFuture(r.Opaque) != nil {
-			return nil, fmt.Errorf("%w: invoke code %d opaque %d on %s: no response within %v: %w",
-				ErrTimeout, req.Code, r.Opaque, c.nc.RemoteAddr(), timeout, context.DeadlineExceeded)
-		}
-		res := <-f.ch // the response won the race
-		return res.cmd, res.err
+		gaveUp = fmt.Errorf("%w: invoke code %d opaque %d on %s: no response within %v: %w",
+			ErrTimeout, req.Code, r.Opaque, c.nc.RemoteAddr(), timeout, context.DeadlineExceeded)
 	case <-ctx.Done():
-		if c.takeFuture(r.Opaque) != nil {
-			return nil, ctxError(ctx, fmt.Sprintf("invoke code %d opaque %d on %s", req.Code, r.Opaque, c.nc.RemoteAddr()))
-		}
-		res := <-f.ch // the response won the race
-		return res.cmd, res.err
+		gaveUp = ctxError(ctx, fmt.Sprintf("invoke code %d opaque %d on %s", req.Code, r.Opaque, c.nc.RemoteAddr()))
 	}
+	if c.takeFuture(r.Opaque) != nil {
+		return nil, gaveUp
+	}
+	res := <-f.ch // the response won the race
+	return res.cmd, res.err
 }
 
 // InvokeAsync sends req and returns once it is written. If it returns nil,
