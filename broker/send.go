@@ -231,18 +231,12 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	}
 	b.metrics.msgsIn.WithLabelValues(t).Add(float64(len(msgs)))
 	b.metrics.bytesIn.WithLabelValues(t).Add(float64(size))
-	var msgID string
-	if len(msgs) == 1 {
-		msgID = protocol.OffsetMsgID(b.storeHost, msgs[0].CommitLogOffset)
-	} else {
-		ids := make([]string, len(msgs))
-		for i, m := range msgs {
-			ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
-		}
-		msgID = strings.Join(ids, ",")
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
 	}
 	rh := protocol.SendMessageResponseHeader{
-		MsgID:       msgID,
+		MsgID:       strings.Join(ids, ","),
 		QueueID:     queueID,
 		QueueOffset: res.QueueOffset,
 		MsgRegion:   b.opts.RegionID,
