@@ -117,3 +117,79 @@ func TestTransactionBrokerRestartWithPending(t *testing.T) {
 	}
 	waitFor(t, "sentinel visible", 10*time.Second, func() bool { return topicTotal(t, b.Addr(), topic, 4) == n/2+1 })
 }
+
+// commitAll is a transaction listener that commits every message at once.
+type commitAll struct{}
+
+func (commitAll) ExecuteLocalTransaction(*primitive.Message) primitive.LocalTransactionState {
+	return primitive.CommitMessageState
+}
+
+func (commitAll) CheckLocalTransaction(*primitive.MessageExt) primitive.LocalTransactionState {
+	return primitive.CommitMessageState
+}
+
+// TestTransactionCommittedDelayNotCopiedOnRestart: a transactional message
+// with a delivery time (timer) and one with a delay level are committed;
+// the broker restarts (same store) several times before they are due.
+// The committed copies stay single (one unit in the timer topic, one in
+// the delay level's schedule queue), and each is delivered exactly once.
+// Before the commit topic was recorded with the decision, every restart
+// appended another timer copy (issue #20, bug 1).
+func TestTransactionCommittedDelayNotCopiedOnRestart(t *testing.T) {
+	ns := nameservertest.Start(t)
+	dir := t.TempDir()
+	opts := func(o *broker.Options) {
+		o.Store.StorePathRootDir = dir
+		o.Store.MessageDelayLevel = "300ms 600ms 10s"
+	}
+	b := brokertest.Start(t, ns, opts)
+	const topic = "TxDelayRestart"
+	if err := createTopic(b.Addr(), topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, topic)
+	p, err := rocketmq.NewTransactionProducer(commitAll{}, producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		producer.WithGroupName("txdelayrestart"), producer.WithInstanceName(uniq("txdelayrestart")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timed := primitive.NewMessage(topic, []byte("timer"))
+	timed.WithProperty("TIMER_DELIVER_MS", strconv.FormatInt(time.Now().Add(10*time.Second).UnixMilli(), 10))
+	leveled := primitive.NewMessage(topic, []byte("level"))
+	leveled.WithDelayTimeLevel(3)
+	for _, m := range []*primitive.Message{timed, leveled} {
+		res, err := p.SendMessageInTransaction(context.Background(), m)
+		if err != nil || res.State != primitive.CommitMessageState {
+			t.Fatalf("send %s: %v %+v", m.Body, err, res)
+		}
+	}
+	_ = p.Shutdown()
+	waiting := func() (timer, schedule int64) {
+		return topicTotal(t, b.Addr(), "rmq_sys_wheel_timer", 1), topicTotal(t, b.Addr(), "SCHEDULE_TOPIC_XXXX", 3)
+	}
+	waitFor(t, "both committed copies stored", 10*time.Second, func() bool { tm, sc := waiting(); return tm == 1 && sc == 1 })
+	for i := 1; i <= 3; i++ {
+		if err := b.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b = brokertest.Start(t, ns, opts)
+		if tm, sc := waiting(); tm != 1 || sc != 1 {
+			t.Fatalf("after restart %d: %d copies in the timer topic, %d in the schedule topic, want 1 and 1", i, tm, sc)
+		}
+	}
+	waitFor(t, "both delivered", 30*time.Second, func() bool { return topicTotal(t, b.Addr(), topic, 1) >= 2 })
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b = brokertest.Start(t, ns, opts)
+	if tm, sc := waiting(); tm != 1 || sc != 1 {
+		t.Fatalf("after the last restart: %d copies in the timer topic, %d in the schedule topic, want 1 and 1", tm, sc)
+	}
+	if n := topicTotal(t, b.Addr(), topic, 1); n != 2 {
+		t.Fatalf("delivered %d messages, want 2 (one per committed message)", n)
+	}
+}

@@ -11,11 +11,15 @@
 //
 // Durability: every decision is first appended to RMQ_SYS_TRANS_OP_HALF_TOPIC
 // (the op record, tag "d", body = the half queue offset, property
-// TIDE_TX_DECISION), then applied. On start the service rebuilds its
+// TIDE_TX_DECISION), then applied. A COMMIT record also names the topic
+// the committed copy is stored in (property TIDE_TX_COMMIT_TOPIC): the
+// real topic, or the timer or delay-level topic the Divert step chose; the
+// copy is built and diverted before the record is written, so the record
+// is the one owner of that fact. On start the service rebuilds its
 // decisions from the op queue, re-applies a COMMIT whose committed message
-// is missing (a crash between the two appends; found through the index by
-// UNIQ_KEY and preparedTransactionOffset), and rebuilds the pending set from
-// the half queue. Check counts and the scan progress are kept in a small
+// is missing from the recorded topic (a crash between the two appends;
+// found through the index by UNIQ_KEY and preparedTransactionOffset), and
+// rebuilds the pending set from the half queue. Check counts and the scan progress are kept in a small
 // JSON state file.
 //
 // Timing: a half message is first checked transactionTimeOut after the
@@ -56,6 +60,7 @@ const (
 	CheckMaxTopic    = "TRANS_CHECK_MAX_TIME_TOPIC"
 	opTag            = "d"
 	propDecision     = "TIDE_TX_DECISION"
+	propCommitTopic  = "TIDE_TX_COMMIT_TOPIC"
 	propHalfQueueOff = protocol.PropTranPreparedQueueOffset
 )
 
@@ -116,7 +121,11 @@ type Options struct {
 	// second (default 200).
 	MaxChecksPerSecond int
 	// Divert, if set, is applied to a committed message before it is
-	// stored (delay levels and timers of transactional messages).
+	// stored (delay levels and timers of transactional messages). The topic
+	// it leaves in the message is where the committed copy goes; the
+	// service records it in the COMMIT op record and looks for the copy
+	// there after a restart. Divert must not depend on anything but the
+	// message and the current time.
 	Divert func(*protocol.MessageExt)
 	// Created, if set, is called for a system topic the service writes to
 	// for the first time (the broker creates and registers it).
@@ -219,14 +228,14 @@ func (s *Service) recover(st state) error {
 		return fmt.Errorf("transaction: wait for dispatch: %w", err)
 	}
 	parked := map[int64]bool{}
-	commits := map[int64]int64{} // half queue offset -> op record order, for re-apply checks
-	if err := s.readOps(func(half int64, d Decision) {
+	commits := map[int64]string{} // half queue offset -> recorded commit topic ("" for old records)
+	if err := s.readOps(func(half int64, d Decision, commitTopic string) {
 		switch d {
 		case Commit, Rollback:
 			if _, ok := s.decided[half]; !ok {
 				s.decided[half] = d
 				if d == Commit {
-					commits[half] = 1
+					commits[half] = commitTopic
 				}
 			}
 		case Parked:
@@ -251,8 +260,8 @@ func (s *Service) recover(st state) error {
 	}
 	// Re-apply commits whose visible message is missing (crash between the
 	// op record and the committed message).
-	for half := range commits {
-		if err := s.ensureCommitted(half); err != nil {
+	for half, topic := range commits {
+		if err := s.ensureCommitted(half, topic); err != nil {
 			s.log.Error("re-apply commit after restart", "halfQueueOffset", half, "err", err)
 		}
 	}
@@ -260,8 +269,9 @@ func (s *Service) recover(st state) error {
 	return nil
 }
 
-// readOps calls fn for every op record not yet read.
-func (s *Service) readOps(fn func(half int64, d Decision)) error {
+// readOps calls fn for every op record not yet read, with the commit
+// topic a COMMIT record names.
+func (s *Service) readOps(fn func(half int64, d Decision, commitTopic string)) error {
 	if s.opScanned < s.o.Store.MinOffset(OpTopic, 0) {
 		s.opScanned = s.o.Store.MinOffset(OpTopic, 0)
 	}
@@ -292,7 +302,7 @@ func (s *Service) readOps(fn func(half int64, d Decision)) error {
 			if d == "" {
 				d = Rollback // an op record without a decision (RocketMQ's form): resolved
 			}
-			fn(half, d)
+			fn(half, d, m.Property(propCommitTopic))
 		}
 	}
 	return nil
@@ -424,9 +434,15 @@ func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
 			"halfQueueOffset", half.QueueOffset, "msgId", half.Property(protocol.PropUniqKey), "producerGroup", r.ProducerGroup, "fromCheck", r.FromCheck)
 		return Conflict, nil
 	}
-	// Decision first (durable), then its effect: a crash in between is
-	// repaired by recover.
-	if err := s.writeOp(ctx, half.QueueOffset, r.Decision); err != nil {
+	// Decision first (durable, with where the committed copy goes), then
+	// its effect: a crash in between is repaired by recover.
+	var visible *protocol.MessageExt
+	var commitTopic string
+	if r.Decision == Commit {
+		visible = s.committedCopy(half)
+		commitTopic = visible.Topic
+	}
+	if err := s.writeOp(ctx, half.QueueOffset, r.Decision, commitTopic); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
@@ -434,8 +450,8 @@ func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
 	delete(s.pend, half.QueueOffset)
 	s.mu.Unlock()
 	if r.Decision == Commit {
-		if err := s.commit(ctx, half); err != nil {
-			return 0, err
+		if _, err := s.o.Store.PutMessage(ctx, visible); err != nil {
+			return 0, fmt.Errorf("transaction: store committed message: %w", err)
 		}
 		s.count(func(st *Stats) { st.Commits++ })
 	} else {
@@ -450,18 +466,24 @@ func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
 	return Applied, nil
 }
 
-func (s *Service) writeOp(ctx context.Context, halfQueueOffset int64, d Decision) error {
+// writeOp appends an op record; commitTopic (COMMIT only) is the topic the
+// committed copy is stored in.
+func (s *Service) writeOp(ctx context.Context, halfQueueOffset int64, d Decision, commitTopic string) error {
 	op := &protocol.MessageExt{StoreHost: s.o.StoreHost, BornHost: s.o.StoreHost, BornTimestamp: s.o.Now().UnixMilli()}
 	op.Topic, op.QueueID = OpTopic, 0
 	op.Body = []byte(strconv.FormatInt(halfQueueOffset, 10))
 	op.Properties = map[string]string{protocol.PropTags: opTag, propDecision: string(d)}
+	if commitTopic != "" {
+		op.Properties[propCommitTopic] = commitTopic
+	}
 	if _, err := s.o.Store.PutMessage(ctx, op); err != nil {
 		return fmt.Errorf("transaction: write op record: %w", err)
 	}
 	return nil
 }
 
-// committedCopy builds the visible message of a half message.
+// committedCopy builds the visible message of a half message, diverted:
+// its topic is where it is to be stored.
 func (s *Service) committedCopy(half *protocol.MessageExt) *protocol.MessageExt {
 	m := &protocol.MessageExt{
 		SysFlag:                   half.SysFlag&^protocol.SysFlagTxMask | protocol.SysFlagTxCommit,
@@ -484,22 +506,17 @@ func (s *Service) committedCopy(half *protocol.MessageExt) *protocol.MessageExt 
 	delete(m.Properties, protocol.PropTransactionPrepared)
 	delete(m.Properties, protocol.PropTransactionCheckTimes)
 	m.Properties[propHalfQueueOff] = strconv.FormatInt(half.QueueOffset, 10)
-	return m
-}
-
-func (s *Service) commit(ctx context.Context, half *protocol.MessageExt) error {
-	m := s.committedCopy(half)
 	if s.o.Divert != nil {
 		s.o.Divert(m)
 	}
-	if _, err := s.o.Store.PutMessage(ctx, m); err != nil {
-		return fmt.Errorf("transaction: store committed message: %w", err)
-	}
-	return nil
+	return m
 }
 
-// ensureCommitted re-applies a COMMIT whose visible message is missing.
-func (s *Service) ensureCommitted(halfQueueOffset int64) error {
+// ensureCommitted re-applies a COMMIT whose visible message is missing
+// from commitTopic, the topic the op record names. Op records written
+// before the topic was recorded name none: then the copy is looked for
+// in every topic a commit can go to.
+func (s *Service) ensureCommitted(halfQueueOffset int64, commitTopic string) error {
 	units, err := s.o.Store.ReadQueue(HalfTopic, 0, halfQueueOffset, 1)
 	if err != nil || len(units) == 0 || units[0].Size == 0 {
 		return err // half record gone (retention): nothing to repair
@@ -512,19 +529,24 @@ func (s *Service) ensureCommitted(halfQueueOffset int64) error {
 	if key == "" {
 		return nil // cannot tell; do not risk a duplicate
 	}
-	topic := half.Property(protocol.PropRealTopic)
-	if half.Property(protocol.PropDelayLevel) != "" {
-		topic = "SCHEDULE_TOPIC_XXXX"
+	topics := []string{commitTopic}
+	if commitTopic == "" {
+		topics = []string{half.Property(protocol.PropRealTopic), store.ScheduleTopic, store.TimerTopic}
 	}
-	res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, math.MaxInt64)
-	found, _ := protocol.DecodeMessages(res.Data)
-	for _, m := range found {
-		if m.PreparedTransactionOffset == half.CommitLogOffset {
-			return nil
+	for _, topic := range topics {
+		res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, math.MaxInt64)
+		found, _ := protocol.DecodeMessages(res.Data)
+		for _, m := range found {
+			if m.PreparedTransactionOffset == half.CommitLogOffset {
+				return nil
+			}
 		}
 	}
-	s.log.Warn("re-applying a commit lost by a crash", "halfQueueOffset", halfQueueOffset, "msgId", key)
-	return s.commit(context.Background(), half)
+	s.log.Warn("re-applying a commit lost by a crash", "halfQueueOffset", halfQueueOffset, "msgId", key, "topics", topics)
+	if _, err := s.o.Store.PutMessage(context.Background(), s.committedCopy(half)); err != nil {
+		return fmt.Errorf("transaction: store committed message: %w", err)
+	}
+	return nil
 }
 
 // Start runs the check loop until Stop.
@@ -567,7 +589,7 @@ func (s *Service) round() {
 	if err := s.scanHalf(); err != nil {
 		s.log.Error("scan half queue", "err", err)
 	}
-	_ = s.readOps(func(half int64, d Decision) {
+	_ = s.readOps(func(half int64, d Decision, _ string) {
 		if d == Commit || d == Rollback {
 			if _, ok := s.decided[half]; !ok {
 				s.decided[half] = d
@@ -683,7 +705,7 @@ func (s *Service) park(p *pending, half *protocol.MessageExt) {
 		s.log.Error("park half message", "halfQueueOffset", p.queueOffset, "err", err)
 		return
 	}
-	if err := s.writeOp(ctx, p.queueOffset, Parked); err != nil {
+	if err := s.writeOp(ctx, p.queueOffset, Parked, ""); err != nil {
 		s.log.Error("park half message", "halfQueueOffset", p.queueOffset, "err", err)
 		return
 	}
@@ -703,7 +725,7 @@ func (s *Service) Resume(ctx context.Context, halfQueueOffset int64, operator st
 	if !ok {
 		return fmt.Errorf("%w: no pending half message at queue offset %d", ErrNotFound, halfQueueOffset)
 	}
-	if err := s.writeOp(ctx, halfQueueOffset, Resumed); err != nil {
+	if err := s.writeOp(ctx, halfQueueOffset, Resumed, ""); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -37,7 +37,7 @@ type env struct {
 
 var host = netip.MustParseAddrPort("127.0.0.1:10911")
 
-func openEnv(t *testing.T, dir string, clk *clock) *env {
+func openEnv(t *testing.T, dir string, clk *clock, opts ...func(*Options)) *env {
 	t.Helper()
 	cfg := store.DefaultConfig()
 	cfg.StorePathRootDir = dir
@@ -49,7 +49,7 @@ func openEnv(t *testing.T, dir string, clk *clock) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, st: st, clk: clk}
-	e.svc, err = New(Options{
+	o := Options{
 		Store: st, StatePath: filepath.Join(dir, "config", "transaction.json"), StoreHost: host,
 		Timeout: time.Second, Interval: time.Second, MaxChecks: 3, Now: clk.now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -68,7 +68,11 @@ func openEnv(t *testing.T, dir string, clk *clock) *env {
 			e.mu.Unlock()
 			return nil
 		},
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	e.svc, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,21 +229,57 @@ func TestServiceCheckBackAndRestart(t *testing.T) {
 }
 
 func TestServiceReappliesCommitLostInCrash(t *testing.T) {
+	for _, tc := range []struct {
+		name, commitTopic string
+	}{
+		{"recorded topic", "orders"},
+		{"op record without a topic", ""}, // written before the topic was recorded
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), newClock()
+			e := openEnv(t, dir, clk)
+			m := e.half("lost")
+			// the op record is written, then the process dies before the commit
+			if err := e.svc.writeOp(context.Background(), m.QueueOffset, Commit, tc.commitTopic); err != nil {
+				t.Fatal(err)
+			}
+			e.close()
+			for i := 0; i < 2; i++ { // re-applied once, not again on the next start
+				e = openEnv(t, dir, clk)
+				if n := e.visible(); n != 1 {
+					t.Fatalf("start %d: visible = %d, want 1", i, n)
+				}
+				if e.svc.Decision(m.QueueOffset) != Commit {
+					t.Fatal("decision lost")
+				}
+				e.close()
+			}
+		})
+	}
+}
+
+// TestServiceCommitDivertedOnce: a commit diverted to another topic (a
+// timer or a delay level) is recorded with that topic and is not copied
+// again by later starts.
+func TestServiceCommitDivertedOnce(t *testing.T) {
 	dir, clk := t.TempDir(), newClock()
-	e := openEnv(t, dir, clk)
-	m := e.half("lost")
-	// the op record is written, then the process dies before the commit
-	if err := e.svc.writeOp(context.Background(), m.QueueOffset, Commit); err != nil {
-		t.Fatal(err)
+	e := openEnv(t, dir, clk, func(o *Options) {
+		o.Divert = func(m *protocol.MessageExt) { m.Topic, m.QueueID = "waiting", 0 }
+	})
+	m := e.half("diverted")
+	if out := e.end(m, Commit); out != Applied {
+		t.Fatalf("outcome %v", out)
 	}
 	e.close()
-	for i := 0; i < 2; i++ { // re-applied once, not again on the next start
-		e = openEnv(t, dir, clk)
-		if n := e.visible(); n != 1 {
-			t.Fatalf("start %d: visible = %d, want 1", i, n)
+	for i := 0; i < 3; i++ {
+		e = openEnv(t, dir, clk, func(o *Options) {
+			o.Divert = func(m *protocol.MessageExt) { m.Topic, m.QueueID = "waiting", 0 }
+		})
+		if err := e.st.WaitDispatched(context.Background(), e.st.MaxPhyOffset()); err != nil {
+			t.Fatal(err)
 		}
-		if e.svc.Decision(m.QueueOffset) != Commit {
-			t.Fatal("decision lost")
+		if n := e.st.MaxOffset("waiting", 0); n != 1 {
+			t.Fatalf("start %d: %d copies in the divert topic, want 1", i, n)
 		}
 		e.close()
 	}
