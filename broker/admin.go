@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/topic"
@@ -13,7 +14,7 @@ import (
 
 // handleCreateTopic serves UPDATE_AND_CREATE_TOPIC: it validates the name,
 // refuses system topics and slaves, stores the config and re-registers with
-// the NameServers.
+// the NameServers, waiting (bounded) for their answers before it answers.
 func (b *Broker) handleCreateTopic(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	var h protocol.CreateTopicRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
@@ -34,7 +35,15 @@ func (b *Broker) handleCreateTopic(ctx context.Context, c *remoting.Conn, req *p
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
 	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", protocol.PermString(h.Perm), "by", c.RemoteAddr())
-	b.registry.Trigger()
+	// As RocketMQ (registerIncrementBrokerData): the NameServers learn the
+	// topic before the caller hears SUCCESS, so a route lookup right after
+	// finds it. Bounded by the registration timeout; a NameServer that does
+	// not answer in time learns it in the next periodic round.
+	rctx, cancel := context.WithTimeout(ctx, b.registerTimeout())
+	defer cancel()
+	if err := b.registry.RegisterAll(rctx); err != nil {
+		b.log.Warn("topic created, but not every NameServer knows it yet; the next registration round retries", "topic", h.Topic, "err", err)
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
@@ -134,4 +143,13 @@ func (b *Broker) handleQueryMessage(ctx context.Context, c *remoting.Conn, req *
 	}
 	resp.Body = res.Data
 	return resp
+}
+
+// registerTimeout bounds a synchronous registration round
+// (registerBrokerTimeoutMills, 6 s by default as in RocketMQ).
+func (b *Broker) registerTimeout() time.Duration {
+	if b.opts.RegisterBrokerTimeoutMills <= 0 {
+		return 6 * time.Second
+	}
+	return time.Duration(b.opts.RegisterBrokerTimeoutMills) * time.Millisecond
 }

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -110,5 +115,39 @@ func TestAdminAPI(t *testing.T) {
 	h.Topic = "bad name!"
 	if resp := e.invoke(protocol.NewRequest(protocol.UpdateAndCreateTopic, h.Encode(), nil)); resp.Code != protocol.SystemError {
 		t.Errorf("creating %q: code %d %s", h.Topic, resp.Code, resp.Remark)
+	}
+}
+
+// TestCreateTopicThenRouteAtOnce: with two NameServers, a route lookup on
+// either right after a successful UPDATE_AND_CREATE_TOPIC finds the topic,
+// 50 times out of 50 (the broker registers the change with every
+// NameServer before it answers, as RocketMQ does). Before, the answer came
+// before the registration and lookups missed now and then (issue #20).
+func TestCreateTopicThenRouteAtOnce(t *testing.T) {
+	ns1, ns2 := nameservertest.Start(t), nameservertest.Start(t)
+	b := brokertest.Start(t, ns1+";"+ns2, func(o *broker.Options) { o.RegisterNameServerPeriod = 30000 })
+	cl := remoting.NewClient(remoting.ClientOptions{})
+	defer cl.Close()
+	misses := 0
+	for i := 0; i < 50; i++ {
+		topic := fmt.Sprintf("CreateThenRoute%d", i)
+		if err := createTopic(b.Addr(), topic, 2); err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{ns1, ns2} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			h := protocol.GetRouteInfoRequestHeader{Topic: topic}
+			resp, err := cl.Invoke(ctx, ns, protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Code != protocol.Success {
+				misses++
+			}
+		}
+	}
+	if misses != 0 {
+		t.Fatalf("%d of 100 route lookups right after a successful create found no route", misses)
 	}
 }

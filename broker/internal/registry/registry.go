@@ -1,7 +1,10 @@
 // Package registry keeps a broker registered with every NameServer: it
 // sends REGISTER_BROKER with the broker's topic table to all NameServers in
 // parallel at start, every period, and right after a topic change, and
-// UNREGISTER_BROKER at shutdown (RocketMQ's BrokerOuterAPI).
+// UNREGISTER_BROKER at shutdown (RocketMQ's BrokerOuterAPI). A caller that
+// must not answer before the NameServers know a change (topic creation)
+// registers synchronously with RegisterAll; rounds never overlap, so a
+// round that read the topic table later is never overtaken by an older one.
 package registry
 
 import (
@@ -55,6 +58,7 @@ type Options struct {
 // Methods are safe for concurrent use.
 type Registry struct {
 	opts    Options
+	round   chan struct{} // one registration round at a time
 	trigger chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -72,7 +76,7 @@ func New(opts Options) *Registry {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Registry{opts: opts, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return &Registry{opts: opts, round: make(chan struct{}, 1), trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start registers once (synchronously, returning the joined errors of the
@@ -113,8 +117,16 @@ func (r *Registry) loop() {
 }
 
 // RegisterAll registers with every NameServer in parallel and waits for
-// all answers.
+// all answers (each bounded by Options.Timeout, the whole by ctx). It waits
+// for a round in progress to end first, then reads the topic table, so
+// what it sends includes every change made before it was called.
 func (r *Registry) RegisterAll(ctx context.Context) error {
+	select {
+	case r.round <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("registry: wait for the round in progress: %w", ctx.Err())
+	}
+	defer func() { <-r.round }()
 	w := r.opts.Topics()
 	body := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: w, FilterServerList: []string{}}
 	data, err := body.Encode(r.opts.Compressed)
