@@ -1,0 +1,2 @@
+// Package controller is Tide's broker-group controller (RocketMQ 5's controller mode).
+package controller
