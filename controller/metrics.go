@@ -55,7 +55,9 @@ func newMetrics(c *Controller) *metrics {
 	return m
 }
 
-func (m *metrics) election(trigger, outcome string) { m.elections.WithLabelValues(trigger, outcome).Inc() }
+func (m *metrics) election(trigger, outcome string) {
+	m.elections.WithLabelValues(trigger, outcome).Inc()
+}
 
 func (m *metrics) leader(is bool) {
 	v := 0.0
