@@ -35,28 +35,29 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	v := newFaults(fault, slogLogger)
 	gateway := data.NewGateway(dataData, v, slogLogger)
+	orderReader, cleanup3, err := data.NewOrderReader(order)
+	if err != nil {
+		cleanup2()
+		return nil, nil, err
+	}
 	transaction := data.NewTransaction(dataData)
 	metrics, err := newMQMetrics(registry)
-	if err != nil {
-		cleanup2()
-		return nil, nil, err
-	}
-	publisher, cleanup3, err := data.NewPublisher(messaging, dataData, v, registry, metrics, slogLogger)
-	if err != nil {
-		cleanup2()
-		return nil, nil, err
-	}
-	options := newOptions(messaging)
-	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, transaction, publisher, v, options, slogLogger)
-	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
-	grpcServer := server.NewGRPCServer(confServer, paymentService, logger)
-	ledger := data.NewLedger(dataData)
-	orderReader, cleanup4, err := data.NewOrderReader(order)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
+	publisher, cleanup4, err := data.NewPublisher(messaging, dataData, v, registry, metrics, slogLogger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	options := newOptions(messaging)
+	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, slogLogger)
+	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
+	grpcServer := server.NewGRPCServer(confServer, paymentService, logger)
+	ledger := data.NewLedger(dataData)
 	reconciler, err := server.NewReconciler(reconcile, messaging, dataData, paymentUsecase, ledger, gateway, orderReader, registry, slogLogger)
 	if err != nil {
 		cleanup4()

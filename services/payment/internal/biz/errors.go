@@ -14,6 +14,10 @@ const (
 	ReasonInsufficientBalance    = "INSUFFICIENT_BALANCE"
 	ReasonOrderAlreadyPaid       = "ORDER_ALREADY_PAID"
 	ReasonOrderCancelled         = "ORDER_CANCELLED"
+	ReasonOrderNotFound          = "ORDER_NOT_FOUND"
+	ReasonOrderNotOwned          = "ORDER_NOT_OWNED"
+	ReasonAmountMismatch         = "AMOUNT_MISMATCH"
+	ReasonOrderUnavailable       = "ORDER_SERVICE_UNAVAILABLE"
 	ReasonPaymentNotFound        = "PAYMENT_NOT_FOUND"
 	ReasonGatewayTimeout         = "GATEWAY_TIMEOUT"
 	ReasonUnavailable            = "UNAVAILABLE"
@@ -34,8 +38,19 @@ var (
 	// ErrOrderAlreadyPaid: the order has a payment made with another key.
 	ErrOrderAlreadyPaid = errors.Conflict(ReasonOrderAlreadyPaid, "order already paid")
 	// ErrOrderCancelled: the order was cancelled before the payment.
-	ErrOrderCancelled  = errors.Conflict(ReasonOrderCancelled, "order was cancelled")
-	ErrPaymentNotFound = errors.NotFound(ReasonPaymentNotFound, "payment not found")
+	ErrOrderCancelled = errors.Conflict(ReasonOrderCancelled, "order was cancelled")
+	// ErrOrderNotFound: the order service does not know the order.
+	ErrOrderNotFound = errors.NotFound(ReasonOrderNotFound, "order not found")
+	// ErrOrderNotOwned: the order belongs to another user than the one
+	// who pays.
+	ErrOrderNotOwned = errors.Forbidden(ReasonOrderNotOwned, "order belongs to another user")
+	// ErrAmountMismatch: the amount is not the order's total (metadata
+	// order_total says what it is).
+	ErrAmountMismatch = errors.BadRequest(ReasonAmountMismatch, "amount differs from the order's total")
+	// ErrOrderUnavailable: the order service did not answer, so the order
+	// could not be checked; nothing was debited. Retry with the same key.
+	ErrOrderUnavailable = errors.ServiceUnavailable(ReasonOrderUnavailable, "order service unavailable; the order could not be checked")
+	ErrPaymentNotFound  = errors.NotFound(ReasonPaymentNotFound, "payment not found")
 	// ErrGatewayTimeout: the gateway did not confirm the capture; nothing
 	// was debited. Retry with the same key.
 	ErrGatewayTimeout = errors.GatewayTimeout(ReasonGatewayTimeout, "payment gateway timed out")
@@ -54,7 +69,8 @@ var (
 // the idempotency key (a retry gets the same answer), as opposed to a
 // transient failure that a retry may cure.
 func final(err error) bool {
-	for _, e := range []error{ErrAccountNotFound, ErrInsufficientBalance, ErrOrderAlreadyPaid, ErrOrderCancelled} {
+	for _, e := range []error{ErrAccountNotFound, ErrInsufficientBalance, ErrOrderAlreadyPaid, ErrOrderCancelled,
+		ErrOrderNotFound, ErrOrderNotOwned, ErrAmountMismatch} {
 		if errors.Is(err, e) {
 			return true
 		}

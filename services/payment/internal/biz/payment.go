@@ -178,6 +178,7 @@ type PaymentUsecase struct {
 	payments PaymentRepo
 	keys     IdempotencyStore
 	gateway  Gateway
+	orders   OrderReader
 	tx       Transaction
 	pub      Publisher
 	faults   *fault.Set
@@ -186,8 +187,9 @@ type PaymentUsecase struct {
 	now      func() time.Time
 }
 
-// NewPaymentUsecase returns a PaymentUsecase. faults may be nil.
-func NewPaymentUsecase(accounts AccountRepo, payments PaymentRepo, keys IdempotencyStore, gateway Gateway,
+// NewPaymentUsecase returns a PaymentUsecase. orders is the order
+// service every new payment is checked against. faults may be nil.
+func NewPaymentUsecase(accounts AccountRepo, payments PaymentRepo, keys IdempotencyStore, gateway Gateway, orders OrderReader,
 	tx Transaction, pub Publisher, faults *fault.Set, opts Options, logger *slog.Logger) *PaymentUsecase {
 	if opts.LocalTxTimeout <= 0 {
 		opts.LocalTxTimeout = 10 * time.Second
@@ -195,7 +197,7 @@ func NewPaymentUsecase(accounts AccountRepo, payments PaymentRepo, keys Idempote
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &PaymentUsecase{accounts: accounts, payments: payments, keys: keys, gateway: gateway,
+	return &PaymentUsecase{accounts: accounts, payments: payments, keys: keys, gateway: gateway, orders: orders,
 		tx: tx, pub: pub, faults: faults, opts: opts, log: logger, now: time.Now}
 }
 
@@ -208,7 +210,11 @@ func (uc *PaymentUsecase) GetPayment(ctx context.Context, id string) (*Payment, 
 }
 
 // CreatePayment debits the user's account for an order, exactly once per
-// idempotency key. The response (the payment, or a final business error
+// idempotency key, if the order service confirms the order exists, belongs
+// to the user, is neither cancelled nor paid, and its total is the amount
+// (else ORDER_NOT_FOUND, ORDER_NOT_OWNED, ORDER_CANCELLED,
+// ORDER_ALREADY_PAID, AMOUNT_MISMATCH; ORDER_SERVICE_UNAVAILABLE when it
+// does not answer); a refused payment debits and captures nothing. The response (the payment, or a final business error
 // such as INSUFFICIENT_BALANCE) is stored under the key and replayed for
 // a repeated request; the same key with another body is
 // ErrIdempotencyKeyReused. The debit itself commits inside a
@@ -238,7 +244,8 @@ func (uc *PaymentUsecase) CreatePayment(ctx context.Context, req *CreateRequest)
 		return json.Marshal(&sr)
 	})
 	if err != nil {
-		if errors.Is(err, ErrIdempotencyKeyReused) || errors.Is(err, ErrIdempotencyInProgress) || errors.Is(err, ErrGatewayTimeout) {
+		if errors.Is(err, ErrIdempotencyKeyReused) || errors.Is(err, ErrIdempotencyInProgress) || errors.Is(err, ErrGatewayTimeout) ||
+			errors.Is(err, ErrOrderUnavailable) {
 			return nil, err
 		}
 		if ke := errors.FromError(err); ke.Reason != "" && ke.Code < 500 {
@@ -262,6 +269,9 @@ func (uc *PaymentUsecase) CreatePayment(ctx context.Context, req *CreateRequest)
 // lost, e.g. the process died before the key's record committed) is
 // returned as it is, without a second debit.
 func (uc *PaymentUsecase) pay(ctx context.Context, req *CreateRequest) (*Payment, error) {
+	if p, err := uc.admit(ctx, req); p != nil || err != nil {
+		return p, err
+	}
 	now := uc.now().UTC().Truncate(time.Microsecond)
 	p := &Payment{ID: PaymentID(req.IdempotencyKey), OrderID: req.OrderID, UserID: req.UserID, Amount: req.Amount,
 		Status: StatusSucceeded, IdempotencyKey: req.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
@@ -317,6 +327,51 @@ func (uc *PaymentUsecase) pay(ctx context.Context, req *CreateRequest) (*Payment
 		return nil, ErrUnavailable.WithCause(err)
 	}
 	return nil, err
+}
+
+// admit checks a new payment against its order before anything is
+// debited or captured: the order service's answer (GetOrder) is the
+// authority on the order's user, total and status. A payment that an
+// earlier attempt with the same key committed is returned as it is (its
+// order may be PAID meanwhile). It returns (nil, nil) when the payment
+// may proceed. The order's cancellation is checked again under the
+// order's lock inside the payment's transaction (an OrderCancelled
+// consumed meanwhile); a payment racing a cancellation the order service
+// has not told us about yet is refunded when OrderCancelled arrives.
+func (uc *PaymentUsecase) admit(ctx context.Context, req *CreateRequest) (*Payment, error) {
+	if p, err := uc.payments.Get(ctx, PaymentID(req.IdempotencyKey)); err == nil {
+		return p, nil
+	} else if !errors.Is(err, ErrPaymentNotFound) {
+		return nil, err
+	}
+	o, err := uc.orders.Order(ctx, req.OrderID)
+	if err != nil {
+		uc.log.WarnContext(ctx, "payment refused: order service unavailable", "order_id", req.OrderID, "err", err)
+		return nil, ErrOrderUnavailable.WithCause(err).WithMetadata(map[string]string{"order_id": req.OrderID})
+	}
+	md := map[string]string{"order_id": req.OrderID}
+	var refused *errors.Error
+	switch {
+	case o.Status == OrderMissing:
+		refused = ErrOrderNotFound
+	case o.UserID != req.UserID:
+		refused = ErrOrderNotOwned
+	case o.Status == OrderCancelled:
+		refused = ErrOrderCancelled
+	case o.Status == OrderPaid:
+		refused = ErrOrderAlreadyPaid
+	case o.Status != OrderCreated && o.Status != OrderReserved:
+		return nil, ErrOrderUnavailable.WithCause(fmt.Errorf("biz: order %s has unknown status %q", o.ID, o.Status)).WithMetadata(md)
+	case o.Total != req.Amount:
+		refused = ErrAmountMismatch
+		md["amount"] = strconv.FormatInt(req.Amount, 10)
+		md["order_total"] = strconv.FormatInt(o.Total, 10)
+	default:
+		return nil, nil
+	}
+	uc.log.InfoContext(ctx, "payment refused", "order_id", req.OrderID, "user_id", req.UserID, "amount", req.Amount,
+		"reason", refused.Reason, "order_status", o.Status)
+	return nil, refused.WithMetadata(md)
 }
 
 var errNothingToRefund = errors.Conflict("NOTHING_TO_REFUND", "payment is not refundable")

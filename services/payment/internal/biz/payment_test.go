@@ -6,9 +6,13 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	kerrors "github.com/go-kratos/kratos/v2/errors"
 
 	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/services/payment/internal/fault"
@@ -26,7 +30,7 @@ type mem struct {
 	sent      []Event // committed transactional messages
 	emitted   []Event // plain re-emissions
 	failCapt  error
-	orders    map[string]OrderStatus
+	orders    ordersFake
 	locked    []string // LockOrder calls, in order
 }
 
@@ -37,7 +41,7 @@ type memKey struct {
 
 func newMem() *mem {
 	return &mem{balances: map[string]int64{"alice": 1000, "erin": 0}, payments: map[string]Payment{},
-		keys: map[string]memKey{}, cancelled: map[string]bool{}, orders: map[string]OrderStatus{}}
+		keys: map[string]memKey{}, cancelled: map[string]bool{}, orders: ordersFake{}}
 }
 
 func (m *mem) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
@@ -164,12 +168,14 @@ func (m *mem) Emit(_ context.Context, ev *Event) error {
 }
 
 func newUC(m *mem, f *fault.Set) *PaymentUsecase {
-	return NewPaymentUsecase(m, paymentsFake{m}, m, m, m, m, f, Options{}, nil)
+	return NewPaymentUsecase(m, paymentsFake{m}, m, m, m.orders, m, m, f, Options{}, nil)
 }
 
 func TestCreatePayment(t *testing.T) {
 	m := newMem()
 	uc := newUC(m, nil)
+	m.orders.add("o1", "alice", 100)
+	m.orders.add("o3", "erin", 1)
 	ctx := context.Background()
 	tests := []struct {
 		name    string
@@ -210,6 +216,7 @@ func TestCreatePaymentGatewayTimeout(t *testing.T) {
 	m := newMem()
 	uc := newUC(m, nil)
 	m.failCapt = ErrGatewayTimeout
+	m.orders.add("o", "alice", 10)
 	req := &CreateRequest{IdempotencyKey: "k", OrderID: "o", UserID: "alice", Amount: 10}
 	if _, err := uc.CreatePayment(context.Background(), req); !errors.Is(err, ErrGatewayTimeout) {
 		t.Fatalf("err %v", err)
@@ -228,11 +235,13 @@ func TestCreatePaymentGatewayTimeout(t *testing.T) {
 func TestCreatePaymentAlreadyCommitted(t *testing.T) {
 	m := newMem()
 	uc := newUC(m, nil)
+	m.orders.add("o", "alice", 10)
 	req := &CreateRequest{IdempotencyKey: "k", OrderID: "o", UserID: "alice", Amount: 10}
 	if _, err := uc.CreatePayment(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	clear(m.keys)
+	m.orders["o"].Status = OrderPaid // the order consumed PaymentSucceeded
 	p, err := uc.CreatePayment(context.Background(), req)
 	if err != nil || p.ID != PaymentID("k") || m.balances["alice"] != 990 || len(m.sent) != 1 {
 		t.Fatalf("%+v %v balance %d sent %d", p, err, m.balances["alice"], len(m.sent))
@@ -245,6 +254,8 @@ func TestCancellation(t *testing.T) {
 	m := newMem()
 	uc := newUC(m, nil)
 	ctx := context.Background()
+	m.orders.add("o1", "alice", 5) // the order service has not cancelled it yet
+	m.orders.add("o2", "alice", 5)
 	if err := uc.MarkOrderCancelled(ctx, "o1", "timeout"); err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +291,8 @@ func TestCrashBeforeCommitFault(t *testing.T) {
 	exited := 0
 	f := fault.New(map[string]fault.Spec{fault.CrashBeforeCommit: {Enabled: true, Count: 1}}, func(int) { exited++ }, nil)
 	uc := newUC(m, f)
+	m.orders.add("o", "alice", 1)
+	m.orders.add("o2", "alice", 1)
 	// The injected exit returns, so the transaction goes on and commits:
 	// the test checks the fault fires once, inside the transaction.
 	if _, err := uc.CreatePayment(context.Background(), &CreateRequest{IdempotencyKey: "k", OrderID: "o", UserID: "alice", Amount: 1}); err != nil {
@@ -293,13 +306,26 @@ func TestCrashBeforeCommitFault(t *testing.T) {
 	}
 }
 
-type ordersFake map[string]OrderStatus
+// ordersFake is the order service: orders by id; a nil entry means
+// the service does not answer.
+type ordersFake map[string]*Order
 
-func (o ordersFake) OrderStatus(_ context.Context, id string) (OrderStatus, error) {
-	if s, ok := o[id]; ok {
-		return s, nil
+var errOrdersDown = errors.New("order service down")
+
+func (o ordersFake) Order(_ context.Context, id string) (*Order, error) {
+	if v, ok := o[id]; ok {
+		if v == nil {
+			return nil, errOrdersDown
+		}
+		c := *v
+		return &c, nil
 	}
-	return OrderMissing, nil
+	return &Order{ID: id, Status: OrderMissing}, nil
+}
+
+// add registers a CREATED order.
+func (o ordersFake) add(id, user string, total int64) {
+	o[id] = &Order{ID: id, UserID: user, Total: total, Status: OrderCreated}
 }
 
 type ledgerFake struct{ *mem }
@@ -381,6 +407,7 @@ func TestPaymentsJob(t *testing.T) {
 	uc := newUC(m, nil)
 	ctx := context.Background()
 	pay := func(key, order string) {
+		m.orders.add(order, "alice", 10)
 		if _, err := uc.CreatePayment(ctx, &CreateRequest{IdempotencyKey: key, OrderID: order, UserID: "alice", Amount: 10}); err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +418,10 @@ func TestPaymentsJob(t *testing.T) {
 	pay("k-dup", "o-dup")
 	m.line(PaymentID("k-dup"), "o-dup", LineCapture, CaptureRef(PaymentID("k-dup"))+":dup", 10)
 	m.line("pay_unknown", "o-x", LineCapture, CaptureRef("pay_unknown"), 10)
-	orders := ordersFake{"o-ok": OrderPaid, "o-lost": OrderReserved, "o-cancel": OrderCancelled, "o-dup": OrderPaid}
+	orders := m.orders
+	for id, st := range map[string]OrderStatus{"o-ok": OrderPaid, "o-lost": OrderReserved, "o-cancel": OrderCancelled, "o-dup": OrderPaid} {
+		orders[id].Status = st
+	}
 	job := &PaymentsJob{UC: uc, Ledger: ledgerFake{m}, Statement: statementFake{m}, Orders: orders}
 	scan := func() map[string]reconcile.Discrepancy {
 		found := map[string]reconcile.Discrepancy{}
@@ -434,7 +464,7 @@ func TestPaymentsJob(t *testing.T) {
 	if len(m.emitted) != 1 || m.emitted[0].OrderID != "o-lost" {
 		t.Fatalf("emitted %+v", m.emitted)
 	}
-	orders["o-lost"] = OrderPaid // the order consumed the re-emitted event
+	orders["o-lost"].Status = OrderPaid // the order consumed the re-emitted event
 	if again := scan(); len(again) != 0 {
 		t.Fatalf("after repairs: %v", again)
 	}
@@ -445,5 +475,152 @@ func TestPaymentsJob(t *testing.T) {
 		if d.Class != reconcile.InFlight {
 			t.Fatalf("%+v not in flight", d)
 		}
+	}
+}
+
+// Every payment the order does not allow is refused with its own reason
+// before anything is debited, captured or published; final refusals are
+// replayed for the same key, an unanswered order service is not (the
+// retry pays once it answers).
+func TestCreatePaymentOrderRules(t *testing.T) {
+	m := newMem()
+	uc := newUC(m, nil)
+	ctx := context.Background()
+	m.orders.add("o-360", "alice", 360)
+	m.orders.add("o-bob", "bob", 100)
+	m.orders.add("o-cancelled", "alice", 100)
+	m.orders["o-cancelled"].Status = OrderCancelled
+	m.orders.add("o-paid", "alice", 100)
+	m.orders["o-paid"].Status = OrderPaid
+	m.orders["o-down"] = nil
+	tests := []struct {
+		name       string
+		order      string
+		amount     int64
+		wantReason string
+		wantCode   int32
+	}{
+		{"underpaid", "o-360", 100, ReasonAmountMismatch, 400},
+		{"overpaid", "o-360", 361, ReasonAmountMismatch, 400},
+		{"unknown order", "does-not-exist", 100, ReasonOrderNotFound, 404},
+		{"other user's order", "o-bob", 100, ReasonOrderNotOwned, 403},
+		{"cancelled order", "o-cancelled", 100, ReasonOrderCancelled, 409},
+		{"paid order", "o-paid", 100, ReasonOrderAlreadyPaid, 409},
+		{"order service down", "o-down", 100, ReasonOrderUnavailable, 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &CreateRequest{IdempotencyKey: "k-" + tt.order + "-" + strconv.FormatInt(tt.amount, 10), OrderID: tt.order,
+				UserID: "alice", Amount: tt.amount}
+			for range 2 { // the second call is a retry with the same key
+				_, err := uc.CreatePayment(ctx, req)
+				ke := kerrors.FromError(err)
+				if ke.Reason != tt.wantReason || ke.Code != tt.wantCode {
+					t.Fatalf("err %v, want %d %s", err, tt.wantCode, tt.wantReason)
+				}
+			}
+			_, stored := m.keys[req.IdempotencyKey]
+			if stored != (tt.wantCode < 500) {
+				t.Fatalf("response stored with the key: %v", stored)
+			}
+			if m.balances["alice"] != 1000 || len(m.payments) != 0 || len(m.lines) != 0 || len(m.sent) != 0 || len(m.locked) != 0 {
+				t.Fatalf("a refused payment left balance %d, payments %d, gateway lines %d, events %d, locks %v",
+					m.balances["alice"], len(m.payments), len(m.lines), len(m.sent), m.locked)
+			}
+		})
+	}
+	// The order service answers again: the same request pays.
+	m.orders.add("o-down", "alice", 100)
+	if p, err := uc.CreatePayment(ctx, &CreateRequest{IdempotencyKey: "k-o-down-100", OrderID: "o-down", UserID: "alice", Amount: 100}); err != nil ||
+		p.Status != StatusSucceeded || m.balances["alice"] != 900 {
+		t.Fatalf("retry: %+v %v balance %d", p, err, m.balances["alice"])
+	}
+	// The exact total pays.
+	if _, err := uc.CreatePayment(ctx, &CreateRequest{IdempotencyKey: "k-exact", OrderID: "o-360", UserID: "alice", Amount: 360}); err != nil ||
+		m.balances["alice"] != 540 {
+		t.Fatalf("exact total: %v balance %d", err, m.balances["alice"])
+	}
+}
+
+// Payments that slipped through (an older version, a bug: inserted here
+// behind the use case's back) for a missing order, by another user, or
+// of another amount than the order's total are refunded by the payments
+// job once; a second scan finds nothing.
+func TestPaymentsJobRefundsMismatches(t *testing.T) {
+	m := newMem()
+	uc := newUC(m, nil)
+	ctx := context.Background()
+	m.balances["bob"] = 1000
+	slip := func(key, order, user string, amount int64) string {
+		id := PaymentID(key)
+		m.payments[id] = Payment{ID: id, OrderID: order, UserID: user, Amount: amount, Status: StatusSucceeded, IdempotencyKey: key}
+		m.balances[user] -= amount
+		m.line(id, order, LineCapture, CaptureRef(id), amount)
+		return id
+	}
+	m.orders.add("o-under", "alice", 360)
+	m.orders["o-under"].Status = OrderPaid // an older order service accepted it
+	m.orders.add("o-alice", "alice", 50)
+	m.orders.add("o-ok", "alice", 20)
+	m.orders["o-ok"].Status = OrderPaid
+	under := slip("k-under", "o-under", "alice", 100)
+	missing := slip("k-missing", "does-not-exist", "alice", 70)
+	other := slip("k-other", "o-alice", "bob", 50)
+	ok := slip("k-ok", "o-ok", "alice", 20)
+	job := &PaymentsJob{UC: uc, Ledger: ledgerFake{m}, Statement: statementFake{m}, Orders: m.orders}
+	scan := func() map[string]reconcile.Discrepancy {
+		found := map[string]reconcile.Discrepancy{}
+		for cursor := ""; ; {
+			page, err := job.Check(ctx, reconcile.Scan{Cursor: cursor, Limit: 3, AsOf: time.Now().Add(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range page.Discrepancies {
+				found[d.Key] = d
+			}
+			if cursor = page.Next; cursor == "" {
+				return found
+			}
+		}
+	}
+	want := map[string]reconcile.Class{
+		"payment:" + under:   reconcile.AmountMismatch,
+		"payment:" + missing: OrderMissingClass,
+		"payment:" + other:   UserMismatch,
+	}
+	found := scan()
+	if len(found) != len(want) {
+		t.Fatalf("found %v, want %v", found, want)
+	}
+	for k, c := range want {
+		d := found[k]
+		if d.Class != c || d.Action != ActionRefund {
+			t.Fatalf("%s: %+v, want %s/%s", k, d, c, ActionRefund)
+		}
+		for range 2 { // at-least-once repairs: one effect
+			if err := job.Repair(ctx, d, "key"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, id := range []string{under, missing, other} {
+		if p := m.payments[id]; p.Status != StatusRefunded || !strings.HasPrefix(p.Reason, "reconcile: ") {
+			t.Fatalf("payment %s: %s %q", id, p.Status, p.Reason)
+		}
+	}
+	if m.payments[ok].Status != StatusSucceeded || m.balances["alice"] != 980 || m.balances["bob"] != 1000 {
+		t.Fatalf("ok payment %s, balances alice %d bob %d", m.payments[ok].Status, m.balances["alice"], m.balances["bob"])
+	}
+	refunds := 0
+	for _, l := range m.lines {
+		if l.Kind == LineRefund {
+			refunds++
+		}
+	}
+	if refunds != 3 || len(m.sent) != 3 {
+		t.Fatalf("gateway refunds %d, PaymentRefunded events %d, want 3 and 3", refunds, len(m.sent))
+	}
+	if again := scan(); len(again) != 0 {
+		t.Fatalf("second scan: %v", again)
 	}
 }

@@ -55,22 +55,14 @@ type Ledger interface {
 	PaymentsByID(ctx context.Context, ids []string) (map[string]*Payment, error)
 }
 
-// OrderStatus is an order's status as the order service reports it.
-type OrderStatus string
-
-// Order statuses (OrderStatusMissing: the order service does not know it).
+// Classes of the payments job besides reconcile's own.
 const (
-	OrderCreated   OrderStatus = "CREATED"
-	OrderReserved  OrderStatus = "RESERVED"
-	OrderPaid      OrderStatus = "PAID"
-	OrderCancelled OrderStatus = "CANCELLED"
-	OrderMissing   OrderStatus = "MISSING"
+	// OrderMissingClass: a payment for an order the order service does
+	// not know.
+	OrderMissingClass reconcile.Class = "order_missing"
+	// UserMismatch: a payment by another user than the order's.
+	UserMismatch reconcile.Class = "user_mismatch"
 )
-
-// OrderReader asks the order service for an order's status.
-type OrderReader interface {
-	OrderStatus(ctx context.Context, orderID string) (OrderStatus, error)
-}
 
 // Repair actions of the payments job.
 const (
@@ -84,9 +76,13 @@ const (
 // payments by id ("p:<id>" cursors), then the gateway's captures by line
 // id ("g:<id>"). Discrepancies:
 //
+//   - payment SUCCEEDED for an order the order service does not know
+//     (order_missing), by another user than the order's (user_mismatch),
+//     or whose amount or capture is not the order's total
+//     (amount_mismatch): refund;
 //   - payment SUCCEEDED, order not PAID: status_mismatch; re-emit
 //     PaymentSucceeded (order CREATED/RESERVED) or refund (order
-//     CANCELLED); an order unknown to the order service is left open;
+//     CANCELLED);
 //   - payment SUCCEEDED without its capture, or REFUNDED without its
 //     refund line: missing_provider (left open);
 //   - a capture whose payment we do not have: missing_ours; a second
@@ -169,24 +165,43 @@ func (j *PaymentsJob) checkPayments(ctx context.Context, after string, limit int
 			continue
 		}
 		ev["capture"] = capture
-		st, err := j.Orders.OrderStatus(ctx, p.OrderID)
+		o, err := j.Orders.Order(ctx, p.OrderID)
 		if err != nil {
 			return reconcile.Page{}, fmt.Errorf("biz: order %s: %w", p.OrderID, err)
 		}
-		ev["order_status"] = st
-		switch st {
-		case OrderPaid:
-		case OrderCreated, OrderReserved:
-			page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{Key: key, Class: reconcile.StatusMismatch,
-				Evidence: ev, Action: ActionReemitPaid})
-		case OrderCancelled:
-			page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{Key: key, Class: reconcile.StatusMismatch,
-				Evidence: ev, Action: ActionRefund})
-		default:
-			page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{Key: key, Class: reconcile.StatusMismatch, Evidence: ev})
+		ev["order"] = o
+		if d, ok := checkAgainstOrder(key, p, capture, o, ev); ok {
+			page.Discrepancies = append(page.Discrepancies, d)
 		}
 	}
 	return page, nil
+}
+
+// checkAgainstOrder compares a SUCCEEDED payment and its capture with
+// its order. The money checks come first: a payment that does not match
+// its order is refunded whatever the order's status (an order that
+// refused it stays unpaid and is cancelled at its deadline; one that
+// accepted it, from an older version or a bug, keeps its status and the
+// refund is in its timeline).
+func checkAgainstOrder(key string, p *Payment, capture StatementLine, o *Order, ev map[string]any) (reconcile.Discrepancy, bool) {
+	d := reconcile.Discrepancy{Key: key, Evidence: ev}
+	switch {
+	case o.Status == OrderMissing:
+		d.Class, d.Action = OrderMissingClass, ActionRefund
+	case o.UserID != p.UserID:
+		d.Class, d.Action = UserMismatch, ActionRefund
+	case o.Total != p.Amount || o.Total != capture.Amount:
+		d.Class, d.Action = reconcile.AmountMismatch, ActionRefund
+	case o.Status == OrderPaid:
+		return d, false
+	case o.Status == OrderCreated || o.Status == OrderReserved:
+		d.Class, d.Action = reconcile.StatusMismatch, ActionReemitPaid
+	case o.Status == OrderCancelled:
+		d.Class, d.Action = reconcile.StatusMismatch, ActionRefund
+	default:
+		d.Class = reconcile.StatusMismatch // an unknown status: left open for a human
+	}
+	return d, true
 }
 
 func (j *PaymentsJob) checkCaptures(ctx context.Context, after int64, limit int, cut time.Time) (reconcile.Page, error) {
@@ -241,6 +256,19 @@ func (j *PaymentsJob) checkCaptures(ctx context.Context, after int64, limit int,
 	return page, nil
 }
 
+// refundReason is the reason recorded with a reconciliation refund.
+func refundReason(c reconcile.Class) string {
+	switch c {
+	case OrderMissingClass:
+		return "reconcile: order does not exist"
+	case UserMismatch:
+		return "reconcile: paid by another user than the order's"
+	case reconcile.AmountMismatch:
+		return "reconcile: amount differs from the order's total"
+	}
+	return "reconcile: order cancelled"
+}
+
 func with(m map[string]any, k string, v any) map[string]any {
 	m[k] = v
 	return m
@@ -255,7 +283,7 @@ func (j *PaymentsJob) Repair(ctx context.Context, d reconcile.Discrepancy, idemp
 	case ActionReemitPaid:
 		return j.UC.ReemitSucceeded(ctx, strings.TrimPrefix(d.Key, "payment:"))
 	case ActionRefund:
-		_, err := j.UC.RefundPayment(ctx, strings.TrimPrefix(d.Key, "payment:"), "reconcile: order cancelled")
+		_, err := j.UC.RefundPayment(ctx, strings.TrimPrefix(d.Key, "payment:"), refundReason(d.Class))
 		return err
 	case ActionRefundCapture:
 		l, err := j.Statement.Line(ctx, strings.TrimPrefix(d.Key, "capture:"))

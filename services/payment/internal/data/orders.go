@@ -16,8 +16,9 @@ import (
 
 // OrderReader is biz.OrderReader on the order service's gRPC API
 // (order.grpc_addr). The connection is dialled lazily by gRPC, so the
-// payment service starts while the order service is down; reconciliation
-// runs then fail and are resumed later.
+// payment service starts while the order service is down; payments are
+// then refused with ORDER_SERVICE_UNAVAILABLE, and reconciliation runs
+// fail and are resumed later.
 type OrderReader struct {
 	client  orderv1.OrderClient
 	timeout time.Duration
@@ -44,26 +45,31 @@ func NewOrderReaderConn(conn grpc.ClientConnInterface, timeout time.Duration) *O
 	return &OrderReader{client: orderv1.NewOrderClient(conn), timeout: timeout}
 }
 
-// OrderStatus implements biz.OrderReader.
-func (r *OrderReader) OrderStatus(ctx context.Context, orderID string) (biz.OrderStatus, error) {
+// Order implements biz.OrderReader: GetOrder's user, total and status; a
+// NotFound answer is biz.OrderMissing, any other failure an error.
+func (r *OrderReader) Order(ctx context.Context, orderID string) (*biz.Order, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	out, err := r.client.GetOrder(ctx, &orderv1.GetOrderRequest{Id: orderID})
 	if errors.IsNotFound(err) {
-		return biz.OrderMissing, nil
+		return &biz.Order{ID: orderID, Status: biz.OrderMissing}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("data: GetOrder %s: %w", orderID, err)
+		return nil, fmt.Errorf("data: GetOrder %s: %w", orderID, err)
 	}
-	switch out.GetOrder().GetStatus() {
+	o := out.GetOrder()
+	res := &biz.Order{ID: orderID, UserID: o.GetUserId(), Total: o.GetTotalAmount()}
+	switch o.GetStatus() {
 	case orderv1.OrderStatus_ORDER_STATUS_CREATED:
-		return biz.OrderCreated, nil
+		res.Status = biz.OrderCreated
 	case orderv1.OrderStatus_ORDER_STATUS_RESERVED:
-		return biz.OrderReserved, nil
+		res.Status = biz.OrderReserved
 	case orderv1.OrderStatus_ORDER_STATUS_PAID:
-		return biz.OrderPaid, nil
+		res.Status = biz.OrderPaid
 	case orderv1.OrderStatus_ORDER_STATUS_CANCELLED:
-		return biz.OrderCancelled, nil
+		res.Status = biz.OrderCancelled
+	default:
+		res.Status = biz.OrderStatus(o.GetStatus().String())
 	}
-	return biz.OrderStatus(out.GetOrder().GetStatus().String()), nil
+	return res, nil
 }

@@ -14,8 +14,10 @@ import (
 )
 
 // payAsync pays through the use case on its own goroutine (a crash fault
-// ends that goroutine) and returns a channel closed when it is gone.
+// ends that goroutine) and returns a channel closed when it is gone. Like
+// pay, it places the order at the fake order service unless it exists.
 func (s *stack) payAsync(key, order, user string, amount int64) <-chan struct{} {
+	s.orders.ensure(order, user, amount)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

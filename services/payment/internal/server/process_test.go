@@ -42,7 +42,11 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := data.NewGateway(d, faults, l)
-	uc := biz.NewPaymentUsecase(data.NewAccountRepo(d), data.NewPaymentRepo(d), keys, gw, d, pub, faults, biz.Options{}, l)
+	orders, _, err := data.NewOrderReader(&conf.Order{GrpcAddr: os.Getenv("PAYMENT_CRASH_ORDERS")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := biz.NewPaymentUsecase(data.NewAccountRepo(d), data.NewPaymentRepo(d), keys, gw, orders, d, pub, faults, biz.Options{}, l)
 	_, err = uc.CreatePayment(context.Background(), &biz.CreateRequest{IdempotencyKey: "proc-1", OrderID: "op1", UserID: "u-bob", Amount: 42})
 	t.Fatalf("the process survived crash_after_commit: %v", err)
 }
@@ -56,8 +60,10 @@ func TestFlowCrashAfterCommitProcess(t *testing.T) {
 	}
 	s := startStack(t)
 	before := balance(t, s, "u-bob")
+	s.orders.add("op1", "u-bob", 42)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "PAYMENT_CRASH_CHILD=1", "PAYMENT_CRASH_DSN="+s.dsn, "PAYMENT_CRASH_REDIS="+s.redisAddr, "PAYMENT_CRASH_NS="+s.ns)
+	cmd.Env = append(os.Environ(), "PAYMENT_CRASH_CHILD=1", "PAYMENT_CRASH_DSN="+s.dsn, "PAYMENT_CRASH_REDIS="+s.redisAddr, "PAYMENT_CRASH_NS="+s.ns,
+		"PAYMENT_CRASH_ORDERS="+s.ordersAddr)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != fault.ExitCode {

@@ -39,7 +39,8 @@ func NewReconciler(c *conf.Reconcile, m *conf.Messaging, d *data.Data, uc *biz.P
 	gw *data.Gateway, orders biz.OrderReader, reg prometheus.Registerer, l *slog.Logger) (*Reconciler, error) {
 	var opts []reconcile.Option
 	if c.GetRepair() {
-		opts = append(opts, reconcile.WithRepair(reconcile.StatusMismatch, reconcile.MissingOurs, reconcile.Duplicate))
+		opts = append(opts, reconcile.WithRepair(reconcile.StatusMismatch, reconcile.MissingOurs, reconcile.Duplicate,
+			reconcile.AmountMismatch, biz.OrderMissingClass, biz.UserMismatch))
 	}
 	opts = append(opts, reconcile.WithLogger(l), reconcile.WithRegisterer(reg), reconcile.WithLeasePrefix("payment:reconcile:"))
 	r, err := reconcile.New(d.Gorm(), d.Redis(), opts...)

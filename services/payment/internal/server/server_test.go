@@ -24,6 +24,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
@@ -42,33 +43,62 @@ import (
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
 
-// fakeOrders is the order service's gRPC API as the reconciliation job
+// fakeOrders is the order service's gRPC API as the payment service
 // reads it (the order service belongs to another team; its own tests
-// cover it). PaymentSucceeded events mark orders paid, like the real one.
+// cover it): orders with their user, total and status. PaymentSucceeded
+// events mark orders paid, like the real one. With down set it answers
+// Unavailable.
 type fakeOrders struct {
 	orderv1.UnimplementedOrderServer
 	mu     sync.Mutex
-	status map[string]orderv1.OrderStatus
+	orders map[string]*orderv1.OrderInfo
+	down   atomic.Bool
+}
+
+// add places a CREATED order.
+func (f *fakeOrders) add(id, user string, total int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.orders[id] = &orderv1.OrderInfo{Id: id, UserId: user, TotalAmount: total, Status: orderv1.OrderStatus_ORDER_STATUS_CREATED}
+}
+
+// ensure places a CREATED order unless one with that id exists.
+func (f *fakeOrders) ensure(id, user string, total int64) {
+	f.mu.Lock()
+	_, ok := f.orders[id]
+	f.mu.Unlock()
+	if !ok {
+		f.add(id, user, total)
+	}
 }
 
 func (f *fakeOrders) set(id string, s orderv1.OrderStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status[id] = s
+	if o := f.orders[id]; o != nil {
+		o.Status = s
+	} else {
+		f.orders[id] = &orderv1.OrderInfo{Id: id, Status: s}
+	}
 }
 
 func (f *fakeOrders) get(id string) orderv1.OrderStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.status[id]
+	return f.orders[id].GetStatus()
 }
 
 func (f *fakeOrders) GetOrder(_ context.Context, in *orderv1.GetOrderRequest) (*orderv1.GetOrderReply, error) {
-	s := f.get(in.GetId())
-	if s == orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED {
+	if f.down.Load() {
+		return nil, errors.ServiceUnavailable("ORDER_UNAVAILABLE", "order service down (test)")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.orders[in.GetId()]
+	if o == nil {
 		return nil, errors.NotFound("ORDER_NOT_FOUND", "no order "+in.GetId())
 	}
-	return &orderv1.GetOrderReply{Order: &orderv1.OrderInfo{Id: in.GetId(), Status: s}}, nil
+	return &orderv1.GetOrderReply{Order: proto.Clone(o).(*orderv1.OrderInfo)}, nil
 }
 
 // eventLog records the payment events a test consumer group receives.
@@ -90,14 +120,16 @@ type stack struct {
 	redisAddr string
 	httpURL   string
 	grpcAddr  string
-	ns        string
-	creds     mqclient.Credentials
-	d         *data.Data
-	uc        *biz.PaymentUsecase
-	svc       *service.PaymentService
-	reg       *prometheus.Registry
-	faults    *fault.Set
-	exits     chan int
+	// ordersAddr is the fake order service's gRPC address.
+	ordersAddr string
+	ns         string
+	creds      mqclient.Credentials
+	d          *data.Data
+	uc         *biz.PaymentUsecase
+	svc        *service.PaymentService
+	reg        *prometheus.Registry
+	faults     *fault.Set
+	exits      chan int
 	// panicOnCrash: crash by panicking (consumer goroutines) instead of
 	// runtime.Goexit.
 	panicOnCrash atomic.Bool
@@ -153,7 +185,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := &stack{ns: ns, creds: cfg.creds, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
-		orders: &fakeOrders{status: map[string]orderv1.OrderStatus{}}, events: &eventLog{count: map[string]int{}, ids: map[string][]string{}, trace: map[string]string{}}}
+		orders: &fakeOrders{orders: map[string]*orderv1.OrderInfo{}}, events: &eventLog{count: map[string]int{}, ids: map[string][]string{}, trace: map[string]string{}}}
 	// As main does: W3C trace context through HTTP and messages.
 	if cfg.tp == nil {
 		cfg.tp = sdktrace.NewTracerProvider()
@@ -185,8 +217,6 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	}
 	s.gw = data.NewGateway(d, s.faults, l)
 	s.accts = data.NewAccountRepo(d)
-	s.uc = biz.NewPaymentUsecase(s.accts, data.NewPaymentRepo(d), keys, s.gw, d, pub, s.faults, biz.Options{}, l)
-	s.svc = service.NewPaymentService(s.uc, l)
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -196,11 +226,14 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	orderv1.RegisterOrderServer(gsrv, s.orders)
 	go gsrv.Serve(lis)
 	t.Cleanup(gsrv.Stop)
-	orders, oclean, err := data.NewOrderReader(&conf.Order{GrpcAddr: lis.Addr().String()})
+	s.ordersAddr = lis.Addr().String()
+	orders, oclean, err := data.NewOrderReader(&conf.Order{GrpcAddr: s.ordersAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(oclean)
+	s.uc = biz.NewPaymentUsecase(s.accts, data.NewPaymentRepo(d), keys, s.gw, orders, d, pub, s.faults, biz.Options{}, l)
+	s.svc = service.NewPaymentService(s.uc, l)
 	s.rc, err = NewReconciler(&conf.Reconcile{Repair: true}, mc, d, s.uc, data.NewLedger(d), s.gw, orders, s.reg, l)
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +341,15 @@ func (s *stack) do(t *testing.T, method, path string, body any, hdr map[string]s
 	return apiResult{status: resp.StatusCode, body: m, raw: string(raw)}
 }
 
+// pay pays for order, placing it (CREATED, of user, total amount) at
+// the fake order service first unless it exists; payRaw places nothing.
 func (s *stack) pay(t *testing.T, key, order, user string, amount int64) apiResult {
+	t.Helper()
+	s.orders.ensure(order, user, amount)
+	return s.payRaw(t, key, order, user, amount)
+}
+
+func (s *stack) payRaw(t *testing.T, key, order, user string, amount int64) apiResult {
 	t.Helper()
 	h := map[string]string{}
 	if key != "" {
