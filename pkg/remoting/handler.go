@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,6 +56,19 @@ func (x *mux) handle(code int16, h Handler) {
 		next[code] = h
 	}
 	x.m.Store(&next)
+}
+
+func (x *mux) codes() []int16 {
+	m := x.m.Load()
+	if m == nil {
+		return nil
+	}
+	out := make([]int16, 0, len(*m))
+	for k := range *m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (x *mux) lookup(code int16) Handler {

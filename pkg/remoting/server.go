@@ -73,6 +73,11 @@ func (s *Server) Handle(code int16, h Handler) { s.mux.handle(code, h) }
 // HandleFunc registers f for request code.
 func (s *Server) HandleFunc(code int16, f HandlerFunc) { s.mux.handle(code, f) }
 
+// Codes returns the request codes with a registered handler, in
+// ascending order (so a daemon can check that every code it serves has,
+// e.g., an access rule).
+func (s *Server) Codes() []int16 { return s.mux.codes() }
+
 // OnConnect adds a hook run for each new connection before its first
 // request is read, in the connection's reader goroutine.
 func (s *Server) OnConnect(f func(*Conn)) {

@@ -736,3 +736,20 @@ func pendingFutures(c *Conn) int {
 	defer c.mu.Unlock()
 	return len(c.futures)
 }
+
+// TestServerCodes: Codes lists exactly the registered request codes, in
+// order, and forgets a removed one.
+func TestServerCodes(t *testing.T) {
+	s := NewServer(ServerOptions{})
+	if got := s.Codes(); len(got) != 0 {
+		t.Fatalf("fresh server codes %v", got)
+	}
+	h := func(context.Context, *Conn, *protocol.Command) *protocol.Command { return nil }
+	for _, c := range []int16{310, 10, 10004, 34} {
+		s.HandleFunc(c, h)
+	}
+	s.Handle(34, nil)
+	if got, want := fmt.Sprint(s.Codes()), "[10 310 10004]"; got != want {
+		t.Fatalf("codes %s, want %s", got, want)
+	}
+}
