@@ -105,8 +105,10 @@ func TestACLOfficialClient(t *testing.T) {
 		// has run (it alone calls RegisterACL), and its CreateTopic
 		// ignores the response code: the topic table tells whether it
 		// worked.
-		if _, err := adm.GetAllSubscriptionGroup(ctx, e.addr, 3*time.Second); err != nil {
-			t.Fatalf("GetAllSubscriptionGroup as %s: %v", c.ak, err)
+		// Listing every group is admin-only in Tide (RocketMQ 4.x lets any
+		// account do it): v2.1.2 then fails to parse the empty body.
+		if _, err := adm.GetAllSubscriptionGroup(ctx, e.addr, 3*time.Second); (err == nil) != c.ok {
+			t.Fatalf("GetAllSubscriptionGroup as %s: %v, want allowed %v", c.ak, err, c.ok)
 		}
 		for _, topic := range []string{pubTopic, subOnly} {
 			if err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(e.addr),

@@ -117,9 +117,30 @@ func (b *Broker) handleViewMessage(ctx context.Context, c *remoting.Conn, req *p
 		}
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
+	if refused := b.authorizeRecord(c, req, rec); refused != nil {
+		return refused
+	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = rec
 	return resp
+}
+
+// authorizeRecord checks that the sender of req may read the stored
+// record rec: SUB on the topic it belongs to (recordResource).
+func (b *Broker) authorizeRecord(c *remoting.Conn, req *protocol.Command, rec []byte) *protocol.Command {
+	if b.sec.acl == nil {
+		return nil
+	}
+	v, err := protocol.ViewRecord(rec, false)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "stored record unreadable: %v", err)
+	}
+	real, _ := v.Property(protocol.PropRealTopic)
+	res, admin := recordResource(string(v.Topic), real)
+	if admin {
+		return b.authorize(c, req, true)
+	}
+	return b.authorize(c, req, false, res)
 }
 
 // handleQueryMessage serves QUERY_MESSAGE: messages of a topic by key (or

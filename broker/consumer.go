@@ -21,6 +21,11 @@ func (b *Broker) handleHeartbeat(ctx context.Context, c *remoting.Conn, req *pro
 		return b.errorResponse(c, req, protocol.SystemError, "bad heartbeat body: %v", err)
 	}
 	ci := clientmgr.ClientInfo{ClientID: hb.ClientID, Channel: c, Language: protocol.LanguageName(req.Language), Version: req.Version}
+	if b.sec.acl != nil && len(hb.ProducerDataSet) > 0 {
+		// The account the connection's producers act as: check-backs go
+		// only to producers whose account may publish to the topic.
+		c.SetValue(identityKey{}, identity(c, req))
+	}
 	for _, cd := range hb.ConsumerDataSet {
 		group, ok := b.groups.GetOrCreate(cd.GroupName, b.opts.AutoCreateSubscriptionGroup)
 		if ok && cd.MessageModel != "BROADCASTING" && group.RetryQueueNums > 0 {

@@ -121,15 +121,33 @@ func (b *Broker) clientOptions() remoting.ClientOptions {
 	return remoting.ClientOptions{Logger: b.log, TLSConfig: b.sec.clientTLS}
 }
 
-// checkACL is the client port's interceptor when aclEnable is set. A
-// refused request is answered NO_PERMISSION with the reason, and its
-// handler never runs: nothing is stored or returned.
+// checkACL is the client port's interceptor when aclEnable is set. The
+// code's rule (aclRules) says what the request needs: admin, the topics
+// and groups its typed header names, or nothing but a valid signature;
+// a code without a rule is refused. A refused request is answered
+// NO_PERMISSION with the reason, and its handler never runs: nothing is
+// stored or returned. Handlers whose rule is resolved check the rest once
+// they have looked up what the request names (isolation.go).
 func (b *Broker) checkACL(_ context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	err := b.sec.acl.Check(acl.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body, Remote: remoteIP(c.RemoteAddr())})
-	if err == nil {
-		return nil
+	rule, ok := aclRules[req.Code]
+	if !ok {
+		return b.errorResponse(c, req, protocol.NoPermission, "%v: request code %d has no access rule in this broker", acl.ErrDenied, req.Code)
 	}
-	if !errors.Is(err, acl.ErrDenied) {
+	r := acl.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body, Remote: remoteIP(c.RemoteAddr()), Admin: rule.admin}
+	var badHeader error
+	if rule.resources != nil {
+		res, admin, err := rule.resources(req)
+		r.Resources, r.Admin, badHeader = res, r.Admin || admin, err
+	}
+	err := b.sec.acl.Check(r)
+	switch {
+	case err == nil && badHeader != nil:
+		// Signed, but its header does not decode: the handler would refuse
+		// it the same way (it decodes with the same function).
+		return b.errorResponse(c, req, protocol.SystemError, "bad header: %v", badHeader)
+	case err == nil:
+		return nil
+	case !errors.Is(err, acl.ErrDenied):
 		return b.errorResponse(c, req, protocol.SystemError, "acl: %v", err)
 	}
 	return b.errorResponse(c, req, protocol.NoPermission, "%v", err)

@@ -20,14 +20,10 @@ import (
 // handleSend serves SEND_MESSAGE (10), SEND_MESSAGE_V2 (310),
 // SEND_BATCH_MESSAGE (320) and the reply sends (324/325).
 func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	code := req.Code
-	isReply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
-	if code == protocol.SendReplyMessage {
-		code = protocol.SendMessage
-	} else if code == protocol.SendReplyMessageV2 {
-		code = protocol.SendMessageV2
-	}
-	h, err := protocol.DecodeSendHeader(code, req.ExtFields)
+	isReply := req.Code == protocol.SendReplyMessage || req.Code == protocol.SendReplyMessageV2
+	// The ACL rule of every send code reads the topic through the same
+	// decodeSend (aclrules.go).
+	h, err := decodeSend(req)
 	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad send header: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/tidemq/tide/broker/internal/acl"
 	"github.com/tidemq/tide/broker/internal/schedule"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/topic"
@@ -39,6 +40,9 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 	orig, err := b.store.LookMessage(h.Offset)
 	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "look message by offset failed, %d: %v", h.Offset, err)
+	}
+	if refused := b.authorizeSendBack(c, req, &h, orig); refused != nil {
+		return refused
 	}
 	m := protocol.MessageExt{
 		SysFlag:        orig.SysFlag,
@@ -108,4 +112,21 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 		return b.errorResponse(c, req, code, "send-back store failed: %v", err)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
+}
+
+// authorizeSendBack checks, under aclEnable, that the record a send-back
+// names is one the group consumed: in originTopic or in the group's retry
+// topic, with SUB on it. Without this, an offset pointing at another
+// tenant's message would copy it into the caller's retry topic, where the
+// caller can read it. (checkACL already checked group SUB and, as
+// RocketMQ 4.x does, PUB on originTopic.)
+func (b *Broker) authorizeSendBack(c *remoting.Conn, req *protocol.Command, h *protocol.ConsumerSendMsgBackRequestHeader, orig *protocol.MessageExt) *protocol.Command {
+	if b.sec.acl == nil {
+		return nil
+	}
+	if orig.Topic != topic.RetryTopic(h.Group) && (h.OriginTopic == "" || orig.Topic != h.OriginTopic) {
+		return b.errorResponse(c, req, protocol.NoPermission, "%v: the message at offset %d is not in originTopic %q nor in the retry topic of group %s",
+			acl.ErrDenied, h.Offset, h.OriginTopic, h.Group)
+	}
+	return b.authorize(c, req, false, acl.Topic(orig.Topic, acl.Sub))
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/acl"
 	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/broker/internal/transaction"
 	"github.com/tidemq/tide/pkg/remoting"
@@ -37,12 +39,30 @@ func (b *Broker) newTransactions() (*transaction.Service, error) {
 }
 
 // sendCheck sends a check-back to the producer of group heard from most
-// recently.
+// recently. Under aclEnable only a producer whose account has PUB on the
+// half message's topic qualifies: the check carries the message, and a
+// heartbeat naming a producer group proves nothing.
 func (b *Broker) sendCheck(ctx context.Context, group string, req *protocol.Command) error {
+	var need acl.Resource
+	if b.sec.acl != nil {
+		v, err := protocol.ViewRecord(req.Body, false)
+		if err != nil {
+			return fmt.Errorf("check-back body: %w", err)
+		}
+		need = acl.Topic(string(v.Topic), acl.Pub)
+	}
 	for _, m := range b.clients.ProducerChannels(group) {
 		c, ok := m.Channel.(*remoting.Conn)
 		if !ok {
 			continue
+		}
+		if b.sec.acl != nil {
+			id, _ := c.Value(identityKey{}).(acl.Identity)
+			if !b.allowed(id, need) {
+				b.log.Warn("check-back not sent to a producer without PUB on the topic", "group", group, "client", m.ClientID,
+					"accessKey", id.AccessKey, "topic", need.Name)
+				continue
+			}
 		}
 		if err := c.InvokeOneway(ctx, req); err != nil {
 			b.log.Debug("check-back to producer failed, trying another", "group", group, "client", m.ClientID, "err", err)
@@ -73,6 +93,9 @@ func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req
 		b.log.Debug("transaction state unknown, left for check-back", "group", h.ProducerGroup, "msgId", h.MsgID, "fromCheck", h.FromTransactionCheck)
 		return protocol.NewResponse(req, protocol.Success, "")
 	}
+	if refused := b.authorizeEnd(c, req, &h); refused != nil {
+		return refused
+	}
 	out, err := b.tx.End(ctx, transaction.EndRequest{ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
 		CommitLogOffset: h.CommitLogOffset, Decision: d, FromCheck: h.FromTransactionCheck})
 	if err != nil {
@@ -88,8 +111,39 @@ func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req
 	return resp
 }
 
+// authorizeEnd checks, under aclEnable, that the sender of an
+// END_TRANSACTION may decide the half message it names: the request's
+// producerGroup must be the half message's, and its account needs PUB on
+// the half message's real topic (the topic the commit writes to).
+func (b *Broker) authorizeEnd(c *remoting.Conn, req *protocol.Command, h *protocol.EndTransactionRequestHeader) *protocol.Command {
+	if b.sec.acl == nil {
+		return nil
+	}
+	half, err := b.store.LookMessage(h.CommitLogOffset)
+	if err != nil || half.Topic != transaction.HalfTopic {
+		return b.errorResponse(c, req, protocol.SystemError, "end transaction: no half message at commit log offset %d", h.CommitLogOffset)
+	}
+	if g := half.Property(protocol.PropProducerGroup); g != h.ProducerGroup {
+		return b.errorResponse(c, req, protocol.NoPermission, "%v: the half message at %d belongs to producer group %q, not %q",
+			acl.ErrDenied, h.CommitLogOffset, g, h.ProducerGroup)
+	}
+	return b.authorize(c, req, false, acl.Topic(half.Property(protocol.PropRealTopic), acl.Pub))
+}
+
+// handleListHalf serves TideListHalfMessages. Under aclEnable it lists
+// only the half messages of topics the account has PUB on.
 func (b *Broker) handleListHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	data, err := json.Marshal(b.tx.List())
+	list := b.tx.List()
+	if b.sec.acl != nil {
+		id, mine := identity(c, req), list[:0]
+		for _, h := range list {
+			if b.allowed(id, acl.Topic(h.Topic, acl.Pub)) {
+				mine = append(mine, h)
+			}
+		}
+		list = mine
+	}
+	data, err := json.Marshal(list)
 	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
@@ -147,12 +201,15 @@ func operator(c *remoting.Conn, req *protocol.Command) string {
 }
 
 // handleRecallTimer serves TideRecallTimer: ext handle = the UNIQ_KEY of a
-// timer message. SUCCESS means the timer will never fire; QUERY_NOT_FOUND
-// that no pending timer has this handle; a remark tells when it already
+// timer message, topic = its topic (the recall cancels only a timer of
+// that topic; checkACL asked for PUB on it, or admin without a topic).
+// SUCCESS means the timer will never fire; QUERY_NOT_FOUND that no pending
+// timer of the topic has this handle; a remark tells when it already
 // fired.
 func (b *Broker) handleRecallTimer(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	handle := req.Ext("handle")
-	err := b.timers.Recall(ctx, handle)
+	r := decodeRecall(req)
+	handle := r.Handle
+	err := b.timers.Recall(ctx, r.Topic, handle)
 	switch {
 	case err == nil:
 		b.log.Info("timer recalled", "handle", handle, "by", operator(c, req))

@@ -35,7 +35,8 @@ func FuzzParse(f *testing.F) {
 		}
 		ext[FieldSignature] = Sign(ext, body, secret)
 		for _, code := range []int16{protocol.SendMessageV2, protocol.PullMessage, protocol.HeartBeat, protocol.UpdateAndCreateTopic} {
-			err := c.Check(Request{Code: code, Ext: ext, Body: body, Remote: ip})
+			err := c.Check(Request{Code: code, Ext: ext, Body: body, Remote: ip, Admin: code == protocol.UpdateAndCreateTopic,
+				Resources: []Resource{Topic(topic, Pub), Group(topic, Sub)}})
 			if a != nil && err != nil && errors.Is(err, ErrDenied) && strings.Contains(err.Error(), "Check signature failed") {
 				t.Fatalf("correctly signed request refused for its signature: %v", err)
 			}

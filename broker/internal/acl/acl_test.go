@@ -148,31 +148,35 @@ func TestCheck(t *testing.T) {
 	pull := func(topic, group string) map[string]string {
 		return map[string]string{"topic": topic, "consumerGroup": group, "queueId": "0"}
 	}
-	hb := (&protocol.HeartbeatData{ClientID: "c1", ConsumerDataSet: []protocol.ConsumerData{{GroupName: "groupB",
-		SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "topicC"}, {Topic: "topicA"}}}}}).Encode()
+	// with sets what the broker derives from the request's typed header.
+	with := func(r Request, admin bool, res ...Resource) Request {
+		r.Admin, r.Resources = admin, res
+		return r
+	}
+	pub := func(topic string) []Resource { return []Resource{Topic(topic, Pub)} }
+	sub := func(topic, group string) []Resource { return []Resource{Topic(topic, Sub), Group(group, Sub)} }
 	cases := []struct {
 		name string
 		req  Request
 		deny string // "" = allowed
 	}{
-		{"pub allowed", signed(protocol.SendMessageV2, send("topicB"), []byte("x"), "RocketMQ", "12345678", "1.1.1.1"), ""},
-		{"pub only topic", signed(protocol.SendMessageV2, send("topicD"), nil, "RocketMQ", "12345678", "1.1.1.1"), ""},
-		{"pub denied", signed(protocol.SendMessageV2, send("topicA"), nil, "RocketMQ", "12345678", "1.1.1.1"), "topic=topicA"},
-		{"pub on sub-only", signed(protocol.SendMessageV2, send("topicC"), nil, "RocketMQ", "12345678", "1.1.1.1"), "topic=topicC"},
-		{"default topic deny", signed(protocol.SendMessageV2, send("other"), nil, "RocketMQ", "12345678", "1.1.1.1"), "topic=other"},
-		{"wrong secret", signed(protocol.SendMessageV2, send("topicB"), nil, "RocketMQ", "wrongwrong", "1.1.1.1"), "signature"},
+		{"pub allowed", with(signed(protocol.SendMessageV2, send("topicB"), []byte("x"), "RocketMQ", "12345678", "1.1.1.1"), false, pub("topicB")...), ""},
+		{"pub only topic", with(signed(protocol.SendMessageV2, send("topicD"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, pub("topicD")...), ""},
+		{"pub denied", with(signed(protocol.SendMessageV2, send("topicA"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, pub("topicA")...), "topic=topicA"},
+		{"pub on sub-only", with(signed(protocol.SendMessageV2, send("topicC"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, pub("topicC")...), "topic=topicC"},
+		{"default topic deny", with(signed(protocol.SendMessageV2, send("other"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, pub("other")...), "topic=other"},
+		{"wrong secret", with(signed(protocol.SendMessageV2, send("topicB"), nil, "RocketMQ", "wrongwrong", "1.1.1.1"), false, pub("topicB")...), "signature"},
 		{"unknown key", signed(protocol.SendMessageV2, send("topicB"), nil, "nobody1", "12345678", "1.1.1.1"), "No acl config for nobody1"},
 		{"no key", Request{Code: protocol.SendMessageV2, Ext: send("topicB"), Remote: netip.MustParseAddr("1.1.1.1")}, "No accessKey"},
-		{"global white", Request{Code: protocol.SendMessageV2, Ext: send("topicA"), Remote: netip.MustParseAddr("10.10.103.7")}, ""},
-		{"global white list", Request{Code: protocol.UpdateAndCreateTopic, Ext: nil, Remote: netip.MustParseAddr("192.168.0.6")}, ""},
-		{"account white skips signature", signed(protocol.SendMessageV2, send("topicA"), nil, "rocketmq2", "bad-secret", "192.168.1.9"), ""},
-		{"pull sub + default group", signed(protocol.PullMessage, pull("topicC", "anyGroup"), nil, "RocketMQ", "12345678", "1.1.1.1"), ""},
-		{"pull denied group", signed(protocol.PullMessage, pull("topicC", "groupA"), nil, "RocketMQ", "12345678", "1.1.1.1"), "group=groupA"},
-		{"retry send is group access", signed(protocol.SendMessageV2, send("%RETRY%groupA"), nil, "RocketMQ", "12345678", "1.1.1.1"), "group=groupA"},
-		{"heartbeat subscriptions", signed(protocol.HeartBeat, nil, hb, "RocketMQ", "12345678", "1.1.1.1"), "topic=topicA"},
-		{"admin code refused", signed(protocol.UpdateAndCreateTopic, map[string]string{"topic": "x"}, nil, "RocketMQ", "12345678", "1.1.1.1"), "admin"},
-		{"admin code allowed", signed(protocol.UpdateAndCreateTopic, map[string]string{"topic": "x"}, nil, "rocketmq2", "12345678", "8.8.8.8"), ""},
-		{"admin no lists = all", signed(protocol.PullMessage, pull("zzz", "yyy"), nil, "rocketmq2", "12345678", "8.8.8.8"), ""},
+		{"global white", with(Request{Code: protocol.SendMessageV2, Ext: send("topicA"), Remote: netip.MustParseAddr("10.10.103.7")}, false, pub("topicA")...), ""},
+		{"global white list", with(Request{Code: protocol.UpdateAndCreateTopic, Ext: nil, Remote: netip.MustParseAddr("192.168.0.6")}, true), ""},
+		{"account white skips signature", with(signed(protocol.SendMessageV2, send("topicA"), nil, "rocketmq2", "bad-secret", "192.168.1.9"), false, pub("topicA")...), ""},
+		{"pull sub + default group", with(signed(protocol.PullMessage, pull("topicC", "anyGroup"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, sub("topicC", "anyGroup")...), ""},
+		{"pull denied group", with(signed(protocol.PullMessage, pull("topicC", "groupA"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, sub("topicC", "groupA")...), "group=groupA"},
+		{"retry send is group access", with(signed(protocol.SendMessageV2, send("%RETRY%groupA"), nil, "RocketMQ", "12345678", "1.1.1.1"), false, pub("%RETRY%groupA")...), "group=groupA"},
+		{"admin code refused", with(signed(protocol.UpdateAndCreateTopic, map[string]string{"topic": "x"}, nil, "RocketMQ", "12345678", "1.1.1.1"), true), "admin"},
+		{"admin code allowed", with(signed(protocol.UpdateAndCreateTopic, map[string]string{"topic": "x"}, nil, "rocketmq2", "12345678", "8.8.8.8"), true), ""},
+		{"admin no lists = all", with(signed(protocol.PullMessage, pull("zzz", "yyy"), nil, "rocketmq2", "12345678", "8.8.8.8"), false, sub("zzz", "yyy")...), ""},
 		{"no resources", signed(protocol.GetMaxOffset, map[string]string{"topic": "topicA", "queueId": "0"}, nil, "RocketMQ", "12345678", "1.1.1.1"), ""},
 	}
 	for _, tc := range cases {
@@ -198,6 +202,32 @@ func TestCheck(t *testing.T) {
 	if err := c.Check(Request{Code: protocol.SendMessageV2, Ext: e, Remote: netip.MustParseAddr("1.1.1.1")}); err != nil {
 		t.Errorf("Go-style SecurityToken signature: %v", err)
 	}
+
+	// Authorize: resources decided after a lookup, for a verified sender.
+	auth := []struct {
+		name string
+		id   Identity
+		res  []Resource
+		deny string
+	}{
+		{"own topic", Identity{"RocketMQ", netip.MustParseAddr("1.1.1.1")}, pub("topicB"), ""},
+		{"other topic", Identity{"RocketMQ", netip.MustParseAddr("1.1.1.1")}, pub("topicA"), "topic=topicA"},
+		{"unknown key", Identity{"nobody1", netip.MustParseAddr("1.1.1.1")}, pub("topicB"), "No acl config"},
+		{"global white", Identity{"", netip.MustParseAddr("10.10.103.7")}, pub("topicA"), ""},
+		{"admin lists nothing", Identity{"rocketmq2", netip.MustParseAddr("8.8.8.8")}, pub("anything"), ""},
+	}
+	for _, tc := range auth {
+		err := c.Authorize(tc.id, false, tc.res...)
+		switch {
+		case tc.deny == "" && err != nil:
+			t.Errorf("Authorize %s: denied: %v", tc.name, err)
+		case tc.deny != "" && (err == nil || !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), tc.deny)):
+			t.Errorf("Authorize %s: err %v, want denial mentioning %q", tc.name, err, tc.deny)
+		}
+	}
+	if err := c.Authorize(Identity{"RocketMQ", netip.MustParseAddr("1.1.1.1")}, true); err == nil {
+		t.Error("Authorize admin for a non-admin account: allowed")
+	}
 }
 
 func TestReload(t *testing.T) {
@@ -219,6 +249,7 @@ func TestReload(t *testing.T) {
 	}
 	defer v.Close()
 	req := signed(protocol.SendMessageV2, map[string]string{"b": "topicA"}, nil, "RocketMQ", "12345678", "1.1.1.1")
+	req.Resources = []Resource{Topic("topicA", Pub)}
 	if v.Check(req) == nil {
 		t.Fatal("topicA allowed before the change")
 	}

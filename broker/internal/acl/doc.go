@@ -15,11 +15,18 @@
 //     through (no signature, no permission check);
 //  4. the Signature ext field must equal Base64(HMAC-SHA1(secretKey,
 //     values of all other ext fields sorted by key, then the body));
-//  5. admin-only request codes need admin: true; every topic and group
-//     the request touches needs the permission (PUB, SUB) from its entry
-//     in the account's topicPerms/groupPerms; a resource without an entry
+//  5. admin-only requests need admin: true; every topic and group the
+//     request touches needs the permission (PUB, SUB) from its entry in
+//     the account's topicPerms/groupPerms; a resource without an entry
 //     takes defaultTopicPerm / defaultGroupPerm. An entry decides alone
 //     (topicA=DENY refuses even with a permissive default).
+//
+// Which requests are admin-only and which resources a request touches is
+// the caller's to say (Request.Admin, Request.Resources): the broker
+// derives them per request code from the typed header its handler
+// decodes (broker/aclrules.go). Authorize decides further resources for a
+// sender Check has verified, for handlers that learn what a request
+// touches only after a lookup (the stored record's topic).
 //
 // A Validator is safe for concurrent use; reloads swap the whole
 // configuration atomically, so a request is checked against one version.

@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-
-	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // Ext field names of RocketMQ's ACL (SessionCredentials).
@@ -22,25 +20,13 @@ const (
 	uniqueKeyQuery = "_UNIQUE_KEY_QUERY"
 )
 
-// ErrDenied matches (errors.Is) every refusal of Check.
+// ErrDenied matches (errors.Is) every refusal of Check and Authorize.
 var ErrDenied = errors.New("acl: access denied")
 
-// adminCodes are the request codes that need an admin account
-// (RocketMQ's Permission.ADMIN_CODE, plus Tide's transaction overrides).
-var adminCodes = map[int16]bool{
-	protocol.UpdateAndCreateTopic:        true,
-	protocol.UpdateBrokerConfig:          true,
-	protocol.DeleteTopicInBroker:         true,
-	protocol.UpdateAndCreateSubscription: true,
-	protocol.DeleteSubscriptionGroup:     true,
-	protocol.TideForceEndTransaction:     true,
-	protocol.TideResumeHalfCheck:         true,
-}
-
-// NeedsAdmin reports whether code is an admin-only request.
-func NeedsAdmin(code int16) bool { return adminCodes[code] }
-
-// Request is what Check needs of a request.
+// Request is what Check needs of a request. The caller derives Admin and
+// Resources from the request (the broker does it from the same typed
+// header its handler decodes, so a check and a handler cannot disagree
+// about which field names the topic).
 type Request struct {
 	Code int16
 	Ext  map[string]string
@@ -48,27 +34,53 @@ type Request struct {
 	// Remote is the client's IP address (invalid if unknown: then only
 	// "*" whitelists match).
 	Remote netip.Addr
+	// Admin: the request needs an admin account.
+	Admin bool
+	// Resources are the topics and groups the request touches, with the
+	// permission each needs.
+	Resources []Resource
+}
+
+// Identity is who sent a request whose signature Check already verified:
+// its access key (empty when it carried none) and address. Authorize
+// decides further resources for it, e.g. once a handler has looked up the
+// stored record a request names.
+type Identity struct {
+	AccessKey string
+	Remote    netip.Addr
 }
 
 // Resource is one topic or group a request touches. Groups are named
-// RetryPrefix+group.
+// RetryPrefix+group (a retry topic is its group's resource).
 type Resource struct {
 	Name string
 	Perm Perm
 }
 
+// Topic is the resource of topic name with perm; a retry topic
+// (%RETRY%group) is its group's resource, and needs SUB whatever perm
+// was asked (RocketMQ's rule for sends and pulls of retry topics).
+func Topic(name string, perm Perm) Resource {
+	if strings.HasPrefix(name, RetryPrefix) {
+		return Resource{name, Sub}
+	}
+	return Resource{name, perm}
+}
+
+// Group is the resource of consumer group name with perm.
+func Group(name string, perm Perm) Resource { return Resource{RetryPrefix + name, perm} }
+
 func deny(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrDenied, fmt.Sprintf(format, args...))
 }
 
-// Check decides one request against cfg. It returns nil or an error
-// matching ErrDenied whose text says why (it is sent to the client as the
-// response remark, so it names the access key, never the secret).
+// Check decides one request against cfg: whitelists, access key,
+// signature, then Authorize. It returns nil or an error matching
+// ErrDenied whose text says why (it is sent to the client as the response
+// remark, so it names the access key, never the secret).
 func (c *Config) Check(r Request) error {
-	for _, p := range c.globalWhite {
-		if p.match(r.Remote) {
-			return nil
-		}
+	if c.globallyWhite(r.Remote) {
+		return nil
 	}
 	ak, ok := r.Ext[FieldAccessKey]
 	if !ok || ak == "" {
@@ -84,15 +96,46 @@ func (c *Config) Check(r Request) error {
 	if !verify(r, a.secretKey) {
 		return deny("Check signature failed for accessKey=%s", ak)
 	}
-	if adminCodes[r.Code] && !a.admin {
+	if r.Admin && !a.admin {
 		return deny("Need admin permission for request code=%d, but accessKey=%s is not", r.Code, ak)
 	}
-	if a.perms == nil && a.admin {
+	return a.allow(ak, r.Resources)
+}
+
+// Authorize decides resources (and admin, when needed) for the sender of
+// a request whose signature Check has verified. Whitelisted addresses are
+// allowed everything, as in Check.
+func (c *Config) Authorize(id Identity, admin bool, res ...Resource) error {
+	if c.globallyWhite(id.Remote) {
 		return nil
 	}
-	res, err := Resources(r.Code, r.Ext, r.Body)
-	if err != nil {
-		return deny("%v", err)
+	a := c.accounts[id.AccessKey]
+	if a == nil {
+		return deny("No acl config for %s", id.AccessKey)
+	}
+	if a.white != nil && a.white.match(id.Remote) {
+		return nil
+	}
+	if admin && !a.admin {
+		return deny("Need admin permission, but accessKey=%s is not", id.AccessKey)
+	}
+	return a.allow(id.AccessKey, res)
+}
+
+func (c *Config) globallyWhite(ip netip.Addr) bool {
+	for _, p := range c.globalWhite {
+		if p.match(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// allow checks res against the account's permissions. An admin account
+// with no lists at all may do anything.
+func (a *account) allow(ak string, res []Resource) error {
+	if a.perms == nil && a.admin {
+		return nil
 	}
 	for _, x := range res {
 		// An explicit entry decides (so topicA=DENY holds whatever the
@@ -155,52 +198,4 @@ func mac(ext map[string]string, body, secret []byte, skip string) []byte {
 // it. Used by tests and tools.
 func Sign(ext map[string]string, body []byte, secret string) string {
 	return base64.StdEncoding.EncodeToString(mac(ext, body, []byte(secret), ""))
-}
-
-// Resources lists the topics and groups a request touches with the
-// permission each needs (RocketMQ's PlainAccessResource.parse, plus
-// SEND_BATCH_MESSAGE and QUERY_CONSUMER_OFFSET which Java forgets).
-// Codes not listed touch nothing: they only need a valid signature.
-func Resources(code int16, ext map[string]string, body []byte) ([]Resource, error) {
-	// A send to a retry topic (a consumer's fallback when send-back
-	// fails) is a group access: the retry topic is the group's resource.
-	send := func(topic string) []Resource {
-		if strings.HasPrefix(topic, RetryPrefix) {
-			return []Resource{{topic, Sub}}
-		}
-		return []Resource{{topic, Pub}}
-	}
-	switch code {
-	case protocol.SendMessage:
-		return send(ext["topic"]), nil
-	case protocol.SendMessageV2, protocol.SendBatchMessage:
-		if t, v1 := ext["topic"]; v1 {
-			return send(t), nil
-		}
-		return send(ext["b"]), nil
-	case protocol.ConsumerSendMsgBack:
-		return []Resource{{RetryPrefix + ext["group"], Sub}, {ext["originTopic"], Pub}}, nil
-	case protocol.PullMessage:
-		return []Resource{{ext["topic"], Sub}, {RetryPrefix + ext["consumerGroup"], Sub}}, nil
-	case protocol.QueryMessage:
-		return []Resource{{ext["topic"], Sub}}, nil
-	case protocol.HeartBeat:
-		hb, err := protocol.DecodeHeartbeatData(body)
-		if err != nil {
-			return nil, fmt.Errorf("heartbeat body: %v", err)
-		}
-		var out []Resource
-		for _, cd := range hb.ConsumerDataSet {
-			out = append(out, Resource{RetryPrefix + cd.GroupName, Sub})
-			for _, s := range cd.SubscriptionDataSet {
-				out = append(out, Resource{s.Topic, Sub})
-			}
-		}
-		return out, nil
-	case protocol.UnregisterClient, protocol.GetConsumerListByGroup:
-		return []Resource{{RetryPrefix + ext["consumerGroup"], Sub}}, nil
-	case protocol.UpdateConsumerOffset, protocol.QueryConsumerOffset:
-		return []Resource{{RetryPrefix + ext["consumerGroup"], Sub}, {ext["topic"], Sub}}, nil
-	}
-	return nil, nil
 }

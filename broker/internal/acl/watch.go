@@ -59,6 +59,12 @@ func (v *Validator) Config() *Config { return v.cfg.Load() }
 // Check decides r against the configuration in force.
 func (v *Validator) Check(r Request) error { return v.cfg.Load().Check(r) }
 
+// Authorize decides res for an already verified sender against the
+// configuration in force (see Config.Authorize).
+func (v *Validator) Authorize(id Identity, admin bool, res ...Resource) error {
+	return v.cfg.Load().Authorize(id, admin, res...)
+}
+
 // Reload reads the file and swaps the configuration in if its content
 // changed and parses; it reports whether it swapped. On error the
 // configuration in force is kept.

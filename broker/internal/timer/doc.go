@@ -23,9 +23,15 @@
 //     (RocketMQ 5's convention); Accept turns it into a recall marker in
 //     the timer topic; the send result only says the marker is stored, the
 //     outcome is logged and counted;
-//   - Service.Recall(ctx, handle) (admin request), which stores the same
-//     marker and returns the outcome: nil (recalled, never delivered),
-//     ErrAlreadyDelivered, or ErrNotFound (see Recall).
+//   - Service.Recall(ctx, topic, handle) (Tide's TideRecallTimer request),
+//     which stores the same marker and returns the outcome: nil (recalled,
+//     never delivered), ErrAlreadyDelivered, or ErrNotFound (see Recall).
+//
+// A marker is bound to a topic: it recalls only timers whose real topic
+// is the marker's (the topic of the recall message, or Recall's topic),
+// so whoever may send to one topic cannot cancel another topic's timers
+// by knowing their handles. Recall with an empty topic (an operator's
+// recall, admin-only on the broker) matches any topic.
 //
 // A marker applies to the timers stored before it. Recall and delivery run
 // on the same goroutine, so the race has exactly one winner: a recall

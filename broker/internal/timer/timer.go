@@ -247,6 +247,15 @@ func (s *Service) Notify() {
 	}
 }
 
+// memKey is the key of a recall or delivery outcome: a handle is only
+// ever answered for the topic it was asked in.
+func (s *Service) memKey(topic, key string) uint64 {
+	if key == "" {
+		return 0
+	}
+	return s.hash(topic + "\x00" + key)
+}
+
 // hash maps a UNIQ_KEY to the 64-bit key of the recall index (0 is
 // reserved for "no key").
 func (s *Service) hash(key string) uint64 {
@@ -263,7 +272,10 @@ func (s *Service) hash(key string) uint64 {
 //   - A message with TIMER_DEL_UNIQKEY = K is a recall: it becomes a recall
 //     marker in the timer topic (REAL_TOPIC/REAL_QID keep its topic and
 //     queue) and handle is K. Once stored, the pending timer with UNIQ_KEY K
-//     is never delivered; the outcome is logged (use Recall to learn it).
+//     in the marker's topic is never delivered (a timer of another topic
+//     with that key is left alone: sending to a topic is what a recall
+//     proves the sender may do); the outcome is logged (use Recall to
+//     learn it).
 //   - A message with TIMER_DELAY_SEC, else TIMER_DELAY_MS, else
 //     TIMER_DELIVER_MS is a timer with delivery time at = now + delay, or
 //     the absolute time. Those three properties and DELAY are removed (the
@@ -364,23 +376,25 @@ func Restore(m *protocol.MessageExt) (*protocol.MessageExt, error) {
 	return out, nil
 }
 
-// Recall cancels the pending timer whose UNIQ_KEY is handle (the msgId
-// its producer got back). It stores a recall marker in the timer topic
-// (so the recall survives restarts) and waits until the service has
-// processed it, in store order after every timer stored before the call.
-// Results:
+// Recall cancels the pending timer of topic whose UNIQ_KEY is handle (the
+// msgId its producer got back); an empty topic recalls timers with that
+// handle in any topic (an operator's recall). It stores a recall marker in
+// the timer topic (so the recall survives restarts) and waits until the
+// service has processed it, in store order after every timer stored before
+// the call. Results:
 //
 //   - nil: no timer with this handle will be delivered by the service: it
 //     was pending and is now recalled (or had been recalled before).
 //   - ErrAlreadyDelivered: it was delivered before the marker was
 //     processed; the recall had no effect.
 //   - ErrNotFound: nothing pending and nothing remembered: the handle is
-//     unknown, was delivered directly by Accept (due time already past),
+//     unknown (in this topic; with an empty topic, outcomes are not
+//     remembered), was delivered directly by Accept (due time already past),
 //     or finished before the last restart or more than OutcomeMemory
 //     outcomes ago. Nothing will be delivered for it from now on either.
 //   - ErrBadHandle, ErrStopped, a store error or ctx's error: the outcome
 //     is unknown (a stored marker still takes effect later).
-func (s *Service) Recall(ctx context.Context, handle string) error {
+func (s *Service) Recall(ctx context.Context, topic, handle string) error {
 	if handle == "" {
 		return ErrBadHandle
 	}
@@ -400,6 +414,9 @@ func (s *Service) Recall(ctx context.Context, handle string) error {
 	m := &protocol.MessageExt{QueueID: 0, BornTimestamp: s.opts.Now().UnixMilli(), BornHost: s.opts.StoreHost, StoreHost: s.opts.StoreHost}
 	m.Topic = Topic
 	m.Properties = map[string]string{PropDelUniqKey: handle, protocol.PropUniqKey: token}
+	if topic != "" {
+		m.Properties[protocol.PropRealTopic] = topic
+	}
 	if _, err := s.opts.Store.PutMessage(ctx, m); err != nil {
 		return fmt.Errorf("timer: store recall marker: %w", err)
 	}
@@ -582,7 +599,8 @@ func (s *Service) scanUnit(off int64, u store.QueueUnit, restoring bool) bool {
 	if key, ok := protocol.PropertyValue(props, PropDelUniqKey); ok && key != "" {
 		if !restoring {
 			token, _ := protocol.PropertyValue(props, protocol.PropUniqKey)
-			s.applyRecall(key, token)
+			topic, _ := protocol.PropertyValue(props, protocol.PropRealTopic)
+			s.applyRecall(key, topic, token)
 		}
 		return false
 	}
@@ -598,43 +616,51 @@ func (s *Service) scanUnit(off int64, u store.QueueUnit, restoring bool) bool {
 	return true
 }
 
-// uniqKeyAt returns the UNIQ_KEY of the record at phy ("" if unreadable).
-func (s *Service) uniqKeyAt(phy int64) (string, bool) {
+// keyAt returns the UNIQ_KEY and real topic of the timer record at phy
+// (ok false if unreadable).
+func (s *Service) keyAt(phy int64) (key, topic string, ok bool) {
 	rec, err := s.opts.Store.ReadRecord(phy)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	v, err := protocol.ViewRecord(rec, false)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return v.Property(protocol.PropUniqKey)
+	key, _ = v.Property(protocol.PropUniqKey)
+	topic, _ = v.Property(protocol.PropRealTopic)
+	return key, topic, true
 }
 
-func (s *Service) applyRecall(key, token string) {
+// applyRecall recalls the pending timers with UNIQ_KEY key in topic (any
+// topic when topic is empty).
+func (s *Service) applyRecall(key, topic, token string) {
 	h := s.hash(key)
 	n := 0
 	for _, phy := range s.p.candidates(h) {
-		// Verify: two keys may share a hash. An unreadable record could not
-		// be delivered anyway, so recalling it is harmless.
-		if k, ok := s.uniqKeyAt(phy); ok && k != key {
+		// Verify: two keys may share a hash, and a marker only recalls
+		// timers of its own topic. An unreadable record could not be
+		// delivered anyway, so recalling it is harmless.
+		k, t, ok := s.keyAt(phy)
+		if ok && (k != key || (topic != "" && t != topic)) {
 			continue
 		}
 		s.p.recall(phy, h)
+		s.remember(s.memKey(t, key), recalled)
 		n++
 	}
+	mk := s.memKey(topic, key)
 	var res error
 	switch {
 	case n > 0:
-		s.remember(h, recalled)
 		s.nRecalled.Add(int64(n))
 		s.dirty = true
-		s.log.Info("timer recalled", "handle", key, "timers", n)
-	case s.memory[h] == delivered:
+		s.log.Info("timer recalled", "handle", key, "topic", topic, "timers", n)
+	case topic != "" && s.memory[mk] == delivered:
 		res = ErrAlreadyDelivered
-		s.log.Info("timer recall too late: already delivered", "handle", key)
-	case s.memory[h] == recalled:
-		s.log.Info("timer recall repeated: already recalled", "handle", key)
+		s.log.Info("timer recall too late: already delivered", "handle", key, "topic", topic)
+	case topic != "" && s.memory[mk] == recalled:
+		s.log.Info("timer recall repeated: already recalled", "handle", key, "topic", topic)
 	default:
 		res = ErrNotFound
 		s.log.Info("timer recall: no pending timer with this handle", "handle", key)
@@ -643,7 +669,7 @@ func (s *Service) applyRecall(key, token string) {
 	s.answer(token, res)
 }
 
-// remember records the outcome of handle hash h, evicting the oldest of
+// remember records the outcome under memKey h, evicting the oldest of
 // OutcomeMemory entries.
 func (s *Service) remember(h uint64, o outcome) {
 	if h == 0 {
@@ -717,7 +743,7 @@ func (s *Service) deliver(e entry) bool {
 	}
 	s.late.record(time.Duration(s.opts.Now().UnixMilli()-e.at) * time.Millisecond)
 	s.nDelivered.Add(1)
-	s.remember(e.hash, delivered)
+	s.remember(s.memKey(m.Topic, m.Property(protocol.PropUniqKey)), delivered)
 	return true
 }
 

@@ -356,26 +356,36 @@ func TestRecall(t *testing.T) {
 	sendAt(t, svc, st, "Orders", "victim", now.Add(400*time.Millisecond))
 	sendAt(t, svc, st, "Orders", "victim2", now.Add(450*time.Millisecond))
 	sendAt(t, svc, st, "Orders", "sentinel", now.Add(600*time.Millisecond))
-	if err := svc.Recall(ctx, "victim"); err != nil {
+	// Markers of another topic leave the Orders timers alone, whichever
+	// way they come: TIMER_DEL_UNIQKEY on a message to Other, or Recall
+	// naming Other (the handle is known, the topic is not the sender's).
+	send(t, svc, st, newMsg("Other", 0, "", map[string]string{PropDelUniqKey: "sentinel"}))
+	if err := svc.Recall(ctx, "Other", "sentinel"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Recall(Other, sentinel) = %v, want ErrNotFound", err)
+	}
+	if err := svc.Recall(ctx, "Orders", "victim"); err != nil {
 		t.Fatalf("Recall(victim) = %v", err)
 	}
-	if err := svc.Recall(ctx, "victim"); err != nil {
+	if err := svc.Recall(ctx, "Orders", "victim"); err != nil {
 		t.Fatalf("second Recall(victim) = %v, want nil (already recalled)", err)
 	}
 	// The message path: a TIMER_DEL_UNIQKEY message.
 	send(t, svc, st, newMsg("Orders", 0, "", map[string]string{PropDelUniqKey: "victim2"}))
-	if err := svc.Recall(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+	if err := svc.Recall(ctx, "Orders", "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Recall(nobody) = %v, want ErrNotFound", err)
 	}
-	if err := svc.Recall(ctx, ""); !errors.Is(err, ErrBadHandle) {
+	if err := svc.Recall(ctx, "Orders", ""); !errors.Is(err, ErrBadHandle) {
 		t.Fatalf("Recall(\"\") = %v", err)
 	}
 	// sentinel is due after the victims: once it is delivered they would
 	// have been too.
 	waitFor(t, "sentinel", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) >= 2 })
 	checkDelivered(t, st, "Orders", map[string]bool{"soon": true, "sentinel": true}, false)
-	if err := svc.Recall(ctx, "soon"); !errors.Is(err, ErrAlreadyDelivered) {
+	if err := svc.Recall(ctx, "Orders", "soon"); !errors.Is(err, ErrAlreadyDelivered) {
 		t.Fatalf("Recall(soon) after delivery = %v, want ErrAlreadyDelivered", err)
+	}
+	if err := svc.Recall(ctx, "Other", "soon"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Recall(Other, soon) after delivery = %v, want ErrNotFound (outcomes are per topic)", err)
 	}
 	if s := svc.Stats(); s.Recalled != 2 || s.Delivered != 2 || s.Pending != 0 {
 		t.Fatalf("stats %+v", s)
@@ -383,7 +393,7 @@ func TestRecall(t *testing.T) {
 	if err := svc.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Recall(ctx, "x"); !errors.Is(err, ErrStopped) {
+	if err := svc.Recall(ctx, "Orders", "x"); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Recall after Stop = %v", err)
 	}
 }
@@ -398,7 +408,7 @@ func TestRecallDuplicateKeys(t *testing.T) {
 	sendAt(t, svc, st, "Orders", "dup", at)
 	sendAt(t, svc, st, "Orders", "dup", at.Add(10*time.Millisecond))
 	sendAt(t, svc, st, "Orders", "keep", at.Add(20*time.Millisecond))
-	if err := svc.Recall(context.Background(), "dup"); err != nil {
+	if err := svc.Recall(context.Background(), "Orders", "dup"); err != nil {
 		t.Fatal(err)
 	}
 	if r := svc.Stats().Recalled; r != 2 {
@@ -431,7 +441,7 @@ func TestRestartExact(t *testing.T) {
 		want[id] = true
 	}
 	waitFor(t, "early ones", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) >= 10 })
-	if err := svc.Recall(context.Background(), "r20"); err != nil {
+	if err := svc.Recall(context.Background(), "Orders", "r20"); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, "r20")
@@ -458,7 +468,7 @@ func TestRestartExact(t *testing.T) {
 	waitFor(t, "all delivered", 10*time.Second, func() bool { return st.MaxOffset("Orders", 0) >= int64(len(want)) })
 	sentinelAfter(t, svc, st, "Orders")
 	checkDelivered(t, st, "Orders", withSentinel(want), false)
-	if err := svc.Recall(context.Background(), "r39"); !errors.Is(err, ErrAlreadyDelivered) {
+	if err := svc.Recall(context.Background(), "Orders", "r39"); !errors.Is(err, ErrAlreadyDelivered) {
 		t.Fatalf("Recall(r39) = %v, want ErrAlreadyDelivered", err)
 	}
 }
@@ -520,7 +530,7 @@ func TestCrashRedeliversNeverLoses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Recall(context.Background(), "c29"); err != nil {
+	if err := svc.Recall(context.Background(), "Orders", "c29"); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, "c29")
@@ -592,7 +602,7 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.Start() // no effect after Stop
-	if err := svc.Recall(context.Background(), "x"); !errors.Is(err, ErrStopped) {
+	if err := svc.Recall(context.Background(), "Orders", "x"); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Recall = %v", err)
 	}
 }

@@ -9,8 +9,10 @@
 //     Action{Topic, Key, At, Payload} and returns a Handle, a string to
 //     store with the business row.
 //   - Scheduler.Recall(handle) cancels it through Tide's TideRecallTimer
-//     request and says what happened: Recalled (it will never fire),
-//     AlreadyFired, or NotFound.
+//     request, naming the timer's topic (under ACL the account needs PUB
+//     on it, and the recall cancels only that topic's timer), and says
+//     what happened: Recalled (it will never fire), AlreadyFired, or
+//     NotFound.
 //   - Handler (the consumer side) and Sweeper (the backstop) both run Fire:
 //     Check and Act in one gorm transaction, so the action happens only if
 //     the state still calls for it, and a late, duplicate or redundant

@@ -224,7 +224,7 @@ func (s *Scheduler) Recall(ctx context.Context, h Handle) (RecallResult, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout)
 	defer cancel()
-	resp, err := s.rc.Invoke(rctx, addr, protocol.NewRequest(protocol.TideRecallTimer, map[string]string{"handle": p.id}, nil))
+	resp, err := s.rc.Invoke(rctx, addr, protocol.NewRequest(protocol.TideRecallTimer, map[string]string{"handle": p.id, "topic": p.topic}, nil))
 	if err != nil {
 		s.forget(p.broker)
 		return NotFound, fmt.Errorf("delay: recall %s: %w", p.id, err)
