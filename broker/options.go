@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/broker/internal/store"
 	"net"
 	"os"
@@ -34,6 +35,14 @@ type Options struct {
 	BrokerIP2       string `conf:"brokerIP2"`
 	HAListenPort    int    `conf:"haListenPort"`
 	HAMasterAddress string `conf:"haMasterAddress"`
+	// HAListenAddr (Tide) is the host the HA port binds; empty: HAHost()
+	// (the broker's own address, not every interface).
+	HAListenAddr string `conf:"haListenAddr"`
+	// HAAuthSecret (Tide), at least 16 characters and the same on master
+	// and slaves, makes a slave prove it knows it (HMAC-SHA256 over a
+	// fresh challenge) before the master streams a byte of commit log.
+	// Empty: no authentication (RocketMQ's behaviour; a warning is logged).
+	HAAuthSecret string `conf:"haAuthSecret"`
 	// SlaveTimeout bounds how long a SYNC_MASTER send waits for the
 	// slave's ack before answering FLUSH_SLAVE_TIMEOUT (ms, default 3000).
 	SlaveTimeout     int   `conf:"slaveTimeout"`
@@ -203,6 +212,9 @@ func (o *Options) Validate() error {
 	if o.HAListenPort < 0 || o.HAListenPort > 65535 {
 		bad("haListenPort %d is not a port", o.HAListenPort)
 	}
+	if n := len(o.HAAuthSecret); n > 0 && n < ha.MinSecretLen {
+		bad("haAuthSecret has %d characters, at least %d needed", n, ha.MinSecretLen)
+	}
 	if ip := net.ParseIP(o.BrokerIP1); ip == nil || ip.To4() == nil {
 		bad("brokerIP1 %q is not an IPv4 address (the official Go client only parses IPv4 message ids)", o.BrokerIP1)
 	}
@@ -296,4 +308,18 @@ func (o *Options) Apply(kv map[string]string) (unknown []string, err error) {
 		}
 	}
 	return unknown, nil
+}
+
+// HAHost is the host the HA port binds: haListenAddr if set, else
+// listenAddr, else brokerIP2, else brokerIP1, the address slaves are
+// told to dial. RocketMQ binds every interface; binding the broker's own
+// address keeps the port off networks the broker does not serve (set
+// haListenAddr=0.0.0.0 for the old behaviour).
+func (o *Options) HAHost() string {
+	for _, h := range []string{o.HAListenAddr, o.ListenAddr, o.BrokerIP2} {
+		if h != "" {
+			return h
+		}
+	}
+	return o.BrokerIP1
 }

@@ -64,3 +64,19 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestHAHost: the HA port binds haListenAddr, else listenAddr, else
+// brokerIP2, else brokerIP1; never every interface unless asked.
+func TestHAHost(t *testing.T) {
+	for _, c := range []struct{ ha, listen, ip2, ip1, want string }{
+		{"", "", "", "10.0.0.5", "10.0.0.5"},
+		{"", "", "10.0.1.5", "10.0.0.5", "10.0.1.5"},
+		{"", "127.0.0.1", "10.0.1.5", "10.0.0.5", "127.0.0.1"},
+		{"0.0.0.0", "127.0.0.1", "", "10.0.0.5", "0.0.0.0"},
+	} {
+		o := Options{HAListenAddr: c.ha, ListenAddr: c.listen, BrokerIP2: c.ip2, BrokerIP1: c.ip1}
+		if got := o.HAHost(); got != c.want {
+			t.Errorf("%+v: HAHost %q, want %q", c, got, c.want)
+		}
+	}
+}

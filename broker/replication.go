@@ -22,11 +22,16 @@ import (
 func (b *Broker) startReplication() (string, error) {
 	o := b.opts
 	if o.IsMaster() {
+		if o.HAAuthSecret == "" {
+			b.log.Warn("the HA port is unauthenticated: anyone reaching it can copy the commit log; set haAuthSecret on master and slaves",
+				"addr", net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)))
+		}
 		srv, err := ha.NewServer(b.store, ha.ServerOptions{
-			Addr:         net.JoinHostPort(o.ListenAddr, strconv.Itoa(o.HAListenPort)),
+			Addr:         net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)),
 			SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
 			Logger:       b.log,
 			TLSConfig:    b.sec.serverTLS,
+			Secret:       []byte(o.HAAuthSecret),
 		})
 		if err != nil {
 			return "", err
@@ -43,7 +48,7 @@ func (b *Broker) startReplication() (string, error) {
 		return net.JoinHostPort(host, port), nil
 	}
 	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: o.HAMasterAddress, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log,
-		TLSConfig: b.sec.clientTLS})
+		TLSConfig: b.sec.clientTLS, Secret: []byte(o.HAAuthSecret)})
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,40 @@ func sendRaw(cl *remoting.Client, addr, topic string) (*protocol.Command, error)
 		return nil, err
 	}
 	return resp, resp.Err()
+}
+
+// TestHAAuthSecret: with haAuthSecret a slave holding the same secret
+// replicates; one with another secret gets not a byte of commit log; the
+// HA port binds the broker's own address, not every interface.
+func TestHAAuthSecret(t *testing.T) {
+	ns := nameservertest.Start(t)
+	secret := func(s string) func(*broker.Options) { return func(o *broker.Options) { o.HAAuthSecret = s } }
+	m := brokertest.Start(t, ns, secret("the-right-secret-0123"))
+	if addr, _ := haStatus(t, m.Addr())["server"].(map[string]any)["addr"].(string); !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("HA port bound to %q, want the broker's address 127.0.0.1", addr)
+	}
+	const topic = "HAAuthTopic"
+	if err := createTopic(m.Addr(), topic, 1); err != nil {
+		t.Fatal(err)
+	}
+	cl := remoting.NewClient(remoting.ClientOptions{})
+	defer cl.Close()
+	for i := 0; i < 5; i++ {
+		if _, err := sendRaw(cl, m.Addr(), topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := brokertest.Start(t, ns, slave, secret("a-wrong-secret-456789"))
+	good := brokertest.Start(t, ns, func(o *broker.Options) { slave(o); o.BrokerID = 2 }, secret("the-right-secret-0123"))
+	waitFor(t, "the slave with the secret replicated", 20*time.Second, func() bool { return topicTotal(t, good.Addr(), topic, 1) == 5 })
+	// Both slaves follow the master found through the NameServer and
+	// retry; the wrong one has been refused by now at least once.
+	waitFor(t, "the wrong slave tried", 20*time.Second, func() bool {
+		c, _ := haStatus(t, bad.Addr())["client"].(map[string]any)
+		n, _ := c["sessions"].(float64)
+		return n >= 1
+	})
+	if off := haStatus(t, bad.Addr())["maxPhyOffset"]; off != float64(0) {
+		t.Errorf("slave with a wrong secret holds commit log up to %v", off)
+	}
 }

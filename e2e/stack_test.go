@@ -214,7 +214,8 @@ func (s *stack) startNameServer(ctx context.Context, name string) error {
 
 // brokerConf is broker-a's configuration: the compose demo's keys, with the
 // NameServers by alias, brokerIP1 left to the broker (the container's
-// address on the private network) and fast transaction check-backs.
+// address on the private network, which the HA port binds), fast
+// transaction check-backs and an authenticated HA port.
 func brokerConf(id int) string {
 	role := "SYNC_MASTER"
 	if id > 0 {
@@ -233,6 +234,7 @@ mappedFileSizeCommitLog=67108864
 slaveReadEnable=true
 transactionTimeOut=3000
 transactionCheckInterval=2000
+haAuthSecret=e2e-ha-secret-0123456789
 `, id, role)
 }
 

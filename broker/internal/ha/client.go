@@ -44,6 +44,9 @@ type ClientOptions struct {
 	// TLSConfig, if set, makes the slave dial the master's HA port over
 	// TLS (the master must run ServerOptions.TLSConfig).
 	TLSConfig *tls.Config
+	// Secret, if set, answers the master's challenge (the master's
+	// ServerOptions.Secret must be the same; auth.go).
+	Secret []byte
 }
 
 func (o *ClientOptions) setDefaults() {
@@ -74,6 +77,9 @@ func (o *ClientOptions) Validate() error {
 	}
 	if c.SegmentSize < 0 {
 		errs = append(errs, fmt.Errorf("%w: SegmentSize %d is negative", ErrBadOptions, c.SegmentSize))
+	}
+	if len(c.Secret) > 0 && len(c.Secret) < MinSecretLen {
+		errs = append(errs, fmt.Errorf("%w: Secret is %d bytes, at least %d needed", ErrBadOptions, len(c.Secret), MinSecretLen))
 	}
 	return errors.Join(errs...)
 }
@@ -310,6 +316,11 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 		c.mu.Unlock()
 	}()
 
+	if len(c.opts.Secret) > 0 {
+		if err := answer(nc, c.opts.Secret, c.opts.ReadTimeout); err != nil {
+			return false, err
+		}
+	}
 	start := c.st.MaxPhyOffset()
 	if err := c.report(nc, start); err != nil {
 		return false, err

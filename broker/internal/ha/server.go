@@ -50,6 +50,10 @@ type ServerOptions struct {
 	// TLSConfig, if set, makes the HA port speak TLS (slaves must dial
 	// with ClientOptions.TLSConfig). Handshakes are bounded by ReadTimeout.
 	TLSConfig *tls.Config
+	// Secret, if set (at least MinSecretLen bytes), makes every slave
+	// prove it knows it before anything is streamed (auth.go); a peer
+	// that does not is closed having received only the challenge.
+	Secret []byte
 }
 
 // Defaults.
@@ -101,6 +105,9 @@ func (o *ServerOptions) Validate() error {
 	}
 	if c.MaxGapNotInSync < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxGapNotInSync %d is negative", ErrBadOptions, c.MaxGapNotInSync))
+	}
+	if len(c.Secret) > 0 && len(c.Secret) < MinSecretLen {
+		errs = append(errs, fmt.Errorf("%w: Secret is %d bytes, at least %d needed", ErrBadOptions, len(c.Secret), MinSecretLen))
 	}
 	return errors.Join(errs...)
 }
@@ -428,6 +435,14 @@ func (s *Server) publishLocked() {
 
 func (s *Server) serve(c *slaveConn) {
 	defer s.wg.Done()
+	if len(s.opts.Secret) > 0 {
+		if err := challenge(c.nc, s.opts.Secret, s.opts.ReadTimeout); err != nil {
+			c.close()
+			s.remove(c)
+			s.log.Warn("ha peer refused: it did not authenticate, nothing sent", "peer", c.addr, "err", err)
+			return
+		}
+	}
 	s.log.Info("ha slave connected", "slave", c.addr)
 	werr := make(chan error, 1)
 	go func() {
