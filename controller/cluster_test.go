@@ -175,7 +175,7 @@ func newFakeBroker(t *testing.T, tc *testCluster, id int64) *fakeBroker {
 	})
 	go b.srv.Serve(ln)
 	rc := remoting.NewClient(remoting.ClientOptions{})
-	b.cli = controllerclient.New(rc, tc.addrs())
+	b.cli = newFakeBrokerClient(rc, tc)
 	t.Cleanup(func() {
 		b.stopHeartbeats()
 		rc.Close()
@@ -191,6 +191,10 @@ func newFakeBroker(t *testing.T, tc *testCluster, id int64) *fakeBroker {
 	}
 	b.startHeartbeats()
 	return b
+}
+
+func newFakeBrokerClient(rc *remoting.Client, tc *testCluster) *controllerclient.Client {
+	return controllerclient.New(rc, tc.addrs())
 }
 
 func (b *fakeBroker) startHeartbeats() {

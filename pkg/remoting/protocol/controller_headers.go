@@ -40,10 +40,8 @@ type AlterSyncStateSetRequestHeader struct {
 
 // Encode returns the ext fields.
 func (h *AlterSyncStateSetRequestHeader) Encode() map[string]string {
-	m := map[string]string{"brokerName": h.BrokerName, "masterEpoch": itoa32(h.MasterEpoch),
-		"invokeTime": itoa64(h.InvokeTime)}
-	putID(m, "masterBrokerId", h.MasterBrokerID)
-	return m
+	return map[string]string{"brokerName": h.BrokerName, "masterBrokerId": itoa64(h.MasterBrokerID),
+		"masterEpoch": itoa32(h.MasterEpoch), "invokeTime": itoa64(h.InvokeTime)}
 }
 
 // Decode reads the ext fields; brokerName, masterBrokerId and masterEpoch

@@ -132,3 +132,12 @@ func TestControllerBodies(t *testing.T) {
 		t.Fatalf("CodeName(2007) = %s", CodeName(ControllerNotLeader))
 	}
 }
+
+func TestAlterSyncStateSetNegativeMasterRoundTrips(t *testing.T) {
+	// a required id is always written, even -1, so what decoded re-decodes
+	h := &AlterSyncStateSetRequestHeader{BrokerName: "b", MasterBrokerID: -1, MasterEpoch: 1}
+	var got AlterSyncStateSetRequestHeader
+	if err := got.Decode(h.Encode()); err != nil || got != *h {
+		t.Fatalf("round trip = %+v, %v", got, err)
+	}
+}
