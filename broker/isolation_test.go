@@ -492,6 +492,15 @@ func TestIsolationSendBack(t *testing.T) {
 			x.call(x.b, protocol.NewRequest(protocol.ConsumerSendMsgBack, h.Encode(), nil)))
 	}
 	// Allowed: A's official consumer asks for a retry, which is a send-back.
+	// v2.1.2 learns a new group's retry topic only at its next route
+	// refresh (30 s): create it first, as an existing group has it
+	// (TestRetryThenDLQ does the same).
+	retry := "%RETRY%" + x.ga
+	ch := protocol.CreateTopicRequestHeader{Topic: retry, DefaultTopic: "TBW102", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, TopicFilterType: "SINGLE_TAG"}
+	if resp := x.invoke(protocol.NewRequest(protocol.UpdateAndCreateTopic, ch.Encode(), nil)); resp.Code != protocol.Success {
+		t.Fatalf("create %s: %d %s", retry, resp.Code, resp.Remark)
+	}
+	x.waitRoute(retry)
 	var ib inbox
 	var first atomic.Bool
 	x.consumer(x.ga, x.ta, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
