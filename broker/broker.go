@@ -35,6 +35,7 @@ import (
 // Methods are safe for concurrent use.
 type Broker struct {
 	opts Options
+	ctl  *controllerMode // nil unless EnableControllerMode
 	log  *slog.Logger
 
 	store    *store.Store
@@ -139,6 +140,13 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
 	b.addr = b.storeHost.String()
+	if o.EnableControllerMode {
+		if err := b.joinControllers(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: %w", err)
+		}
+		o = b.opts // the controller settled the role and id
+	}
 
 	if err := b.startDelays(); err != nil {
 		ln.Close()
@@ -150,6 +158,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.server = remoting.NewServer(b.serverOptions())
 	b.registerHandlers()
+	b.registerControllerModeHandlers()
 	b.server.OnDisconnect(b.onDisconnect)
 	b.wg.Add(1)
 	go func() {

@@ -116,6 +116,16 @@ type Options struct {
 	// (0 = no bound); a pull beyond either is answered SYSTEM_BUSY at once.
 	MaxHeldPullRequests        int `conf:"maxHeldPullRequests"`
 	MaxHeldPullRequestsPerConn int `conf:"maxHeldPullRequestsPerConn"`
+
+	// Controller mode (docs/controller.md; RocketMQ 5's keys): the
+	// controllers assign the broker's id and role, brokerId is ignored
+	// and brokerRole only says which master flavour to run as master.
+	// ControllerJoinTimeoutMills (Tide) bounds settling the role at start.
+	EnableControllerMode            bool   `conf:"enableControllerMode"`
+	ControllerAddr                  string `conf:"controllerAddr"`
+	ControllerHeartBeatTimeoutMills int    `conf:"controllerHeartBeatTimeoutMills"`
+	BrokerHeartbeatInterval         int    `conf:"brokerHeartbeatInterval"`
+	ControllerJoinTimeoutMills      int    `conf:"controllerJoinTimeoutMills"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are
@@ -164,6 +174,9 @@ func DefaultOptions() Options {
 		ServerFrameReadTimeoutMillis:      60000,
 		MaxHeldPullRequests:               10000,
 		MaxHeldPullRequestsPerConn:        1024,
+		ControllerHeartBeatTimeoutMills:   10000,
+		BrokerHeartbeatInterval:           1000,
+		ControllerJoinTimeoutMills:        30000,
 	}
 }
 
@@ -196,11 +209,13 @@ func (o *Options) Validate() error {
 	}
 	switch o.BrokerRole {
 	case "ASYNC_MASTER", "SYNC_MASTER":
-		if o.BrokerID != 0 {
+		if o.BrokerID != 0 && !o.EnableControllerMode {
 			bad("brokerRole %s needs brokerId 0, got %d", o.BrokerRole, o.BrokerID)
 		}
 	case "SLAVE":
-		if o.BrokerID <= 0 {
+		if o.EnableControllerMode {
+			bad("in controller mode brokerRole is the master flavour (ASYNC_MASTER or SYNC_MASTER); the controller makes a broker a slave")
+		} else if o.BrokerID <= 0 {
 			bad("brokerRole SLAVE needs brokerId > 0, got %d", o.BrokerID)
 		}
 	default:
@@ -235,6 +250,7 @@ func (o *Options) Validate() error {
 	if o.RegisterNameServerPeriod <= 0 {
 		bad("registerNameServerPeriod must be positive")
 	}
+	errs = append(errs, o.controllerModeProblems()...)
 	errs = append(errs, o.securityProblems()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidOptions, strings.Join(errs, "; "))
