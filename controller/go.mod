@@ -7,6 +7,8 @@ require (
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/prometheus/client_golang v1.23.2
+	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
 )
 
@@ -30,6 +32,12 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sys v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace github.com/tidemq/tide/pkg/remoting => ../pkg/remoting
+
+replace (
+	github.com/tidemq/tide/broker => ../broker
+	github.com/tidemq/tide/nameserver => ../nameserver
+)
