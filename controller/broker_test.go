@@ -49,7 +49,7 @@ func startController(t *testing.T) string {
 	o.Peers = []controller.Peer{{ID: "n0", RaftAddr: rln.Addr().String(), Addr: ln.Addr().String()}}
 	o.Listener, o.RaftListener = ln, rln
 	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	o.HeartbeatTimeout, o.ScanInterval = time.Second, 50*time.Millisecond
+	o.HeartbeatTimeout, o.ScanInterval = 2500*time.Millisecond, 50*time.Millisecond
 	c, err := controller.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestControllerModeStart(t *testing.T) {
 		return func(o *broker.Options) {
 			o.EnableControllerMode, o.ControllerAddr = true, ctl
 			o.BrokerName = "cm"
-			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 1000, 200
+			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
 			if root != "" {
 				o.Store.StorePathRootDir = root
 			}

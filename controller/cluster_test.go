@@ -22,7 +22,7 @@ import (
 // loopback, with short timeouts so elections take well under a second.
 const (
 	testRaftTimeout   = 150 * time.Millisecond
-	testBrokerTimeout = 800 * time.Millisecond
+	testBrokerTimeout = 1500 * time.Millisecond
 	testScan          = 50 * time.Millisecond
 	testHeartbeat     = 100 * time.Millisecond
 )
