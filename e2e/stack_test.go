@@ -267,6 +267,7 @@ func serviceEnv(svc string) map[string]string {
 		env["ORDER_MYSQL_DSN"] = dsn("tide_order")
 		env["ORDER_CANCEL_AFTER"] = fmt.Sprintf("%ds", int(cancelAfter/time.Second))
 		env["ORDER_SWEEP_INTERVAL"] = "3s"
+		env["ORDER_INVENTORY_GRPC"] = "inventory:9002" // the catalog that prices orders
 	case "payment":
 		env["PAYMENT_MYSQL_DSN"] = dsn("tide_payment")
 		env["PAYMENT_ORDER_GRPC"] = "order:9000" // read by the "payments" reconciliation job

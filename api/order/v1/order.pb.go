@@ -86,8 +86,12 @@ type OrderItem struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	ProductId string                 `protobuf:"bytes,1,opt,name=product_id,json=productId,proto3" json:"product_id,omitempty"`
 	Quantity  int32                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
-	// Unit price in cents.
-	UnitPrice     int64 `protobuf:"varint,3,opt,name=unit_price,json=unitPrice,proto3" json:"unit_price,omitempty"`
+	// Unit price in cents. The order service takes it from the catalog
+	// (the inventory service) when it creates the order: in a
+	// CreateOrderRequest it is optional, and if set it must equal the
+	// catalog's price (else PRICE_MISMATCH); in an OrderInfo it is the
+	// catalog's price the order was created with.
+	UnitPrice     *int64 `protobuf:"varint,3,opt,name=unit_price,json=unitPrice,proto3,oneof" json:"unit_price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -137,8 +141,8 @@ func (x *OrderItem) GetQuantity() int32 {
 }
 
 func (x *OrderItem) GetUnitPrice() int64 {
-	if x != nil {
-		return x.UnitPrice
+	if x != nil && x.UnitPrice != nil {
+		return *x.UnitPrice
 	}
 	return 0
 }
@@ -549,13 +553,14 @@ var File_order_v1_order_proto protoreflect.FileDescriptor
 
 const file_order_v1_order_proto_rawDesc = "" +
 	"\n" +
-	"\x14order/v1/order.proto\x12\rtide.order.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"e\n" +
+	"\x14order/v1/order.proto\x12\rtide.order.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"y\n" +
 	"\tOrderItem\x12\x1d\n" +
 	"\n" +
 	"product_id\x18\x01 \x01(\tR\tproductId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x05R\bquantity\x12\x1d\n" +
+	"\bquantity\x18\x02 \x01(\x05R\bquantity\x12\"\n" +
 	"\n" +
-	"unit_price\x18\x03 \x01(\x03R\tunitPrice\"\xa1\x03\n" +
+	"unit_price\x18\x03 \x01(\x03H\x00R\tunitPrice\x88\x01\x01B\r\n" +
+	"\v_unit_price\"\xa1\x03\n" +
 	"\tOrderInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x122\n" +
@@ -650,6 +655,7 @@ func file_order_v1_order_proto_init() {
 	if File_order_v1_order_proto != nil {
 		return
 	}
+	file_order_v1_order_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

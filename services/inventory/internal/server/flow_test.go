@@ -40,7 +40,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func startOrderService(t *testing.T, ns string, cancelAfter time.Duration) *orderProc {
+// startOrderService runs the order service with inventory (its catalog
+// prices the orders) at inventoryGRPC.
+func startOrderService(t *testing.T, ns, inventoryGRPC string, cancelAfter time.Duration) *orderProc {
 	t.Helper()
 	dir, err := filepath.Abs("../../../order")
 	if err != nil {
@@ -56,7 +58,7 @@ func startOrderService(t *testing.T, ns string, cancelAfter time.Duration) *orde
 	p := &orderProc{http: freeAddr(t), grpc: freeAddr(t)}
 	cmd := exec.Command(bin, "-conf", filepath.Join(dir, "configs", "config.yaml"))
 	cmd.Env = append(os.Environ(), "MYSQL_DSN="+db.DSN, "REDIS_ADDR="+rd.Addr(), "NAMESRV_ADDR="+ns,
-		"ORDER_HTTP_ADDR="+p.http, "ORDER_GRPC_ADDR="+p.grpc, "FAULT_ADMIN=true",
+		"ORDER_HTTP_ADDR="+p.http, "ORDER_GRPC_ADDR="+p.grpc, "ORDER_INVENTORY_GRPC="+inventoryGRPC, "FAULT_ADMIN=true",
 		"ORDER_CANCEL_AFTER="+fmt.Sprintf("%gs", cancelAfter.Seconds()), "ORDER_SWEEP_INTERVAL=1s")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -83,7 +85,7 @@ func startOrderService(t *testing.T, ns string, cancelAfter time.Duration) *orde
 
 func (p *orderProc) create(t *testing.T, product string, qty int) string {
 	t.Helper()
-	body := fmt.Sprintf(`{"user_id":"u-flow","items":[{"product_id":%q,"quantity":%d,"unit_price":100}]}`, product, qty)
+	body := fmt.Sprintf(`{"user_id":"u-flow","items":[{"product_id":%q,"quantity":%d}]}`, product, qty)
 	resp, err := nethttp.Post("http://"+p.http+"/v1/orders", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +148,7 @@ func TestFlowOrderAndInventory(t *testing.T) {
 	}
 	s := startStack(t, false)
 	const timeout = 4 * time.Second
-	op := startOrderService(t, s.ns, timeout)
+	op := startOrderService(t, s.ns, s.grpcAddr, timeout)
 	conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(op.grpc))
 	if err != nil {
 		t.Fatal(err)

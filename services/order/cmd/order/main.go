@@ -79,7 +79,7 @@ func run() error {
 		return err
 	}
 	defer stopTracing()
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetFault(), bc.GetCleanup(), logger)
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), logger)
 	if err != nil {
 		return err
 	}

@@ -19,33 +19,41 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, inventory *conf.Inventory, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	orderRepo := data.NewOrderRepo(dataData, logger)
-	transaction := data.NewTransaction(dataData)
-	set := data.NewFaults(fault)
-	registry := data.NewRegistry()
-	sender, cleanup3, err := data.NewSender(mq, dataData, set, registry, logger)
+	catalog, cleanup3, err := data.NewCatalog(inventory)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
-	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
-	scheduler, cleanup4, err := data.NewScheduler(mq, sender, registry)
+	transaction := data.NewTransaction(dataData)
+	set := data.NewFaults(fault)
+	registry := data.NewRegistry()
+	sender, cleanup4, err := data.NewSender(mq, dataData, set, registry, logger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
+	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
+	scheduler, cleanup5, err := data.NewScheduler(mq, sender, registry)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
 	cancelTimer := data.NewCancelTimer(scheduler)
-	orderUsecase := biz.NewOrderUsecase(orderRepo, transaction, eventPublisher, cancelTimer, order, logger)
+	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
 	grpcServer := server.NewGRPCServer(confServer, orderService, logger)
 	consumer, err := server.NewConsumer(mq, orderUsecase, dataData, set, registry, logger)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -56,6 +64,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	sweeper := server.NewSweeper(order, orderUsecase, logger)
 	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -63,6 +72,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	}
 	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, serverCleanup)
 	return app, func() {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

@@ -60,3 +60,11 @@ type CancelTimer interface {
 	// optimisation: a fired timer finds the order paid and does nothing.
 	Recall(ctx context.Context, handle string) error
 }
+
+// Catalog prices products: the inventory service's catalog.
+type Catalog interface {
+	// Prices returns the unit price in cents of each product of ids
+	// that the catalog has; a product it does not have is absent from
+	// the map. An error means the catalog did not answer.
+	Prices(ctx context.Context, ids []string) (map[string]int64, error)
+}

@@ -195,3 +195,25 @@ func (t *timer) Recall(_ context.Context, handle string) error {
 	t.recalled = append(t.recalled, handle)
 	return nil
 }
+
+// catalog is the inventory service's catalog: prices by product id;
+// down makes it not answer.
+type catalog struct {
+	prices map[string]int64
+	down   error
+	asked  [][]string
+}
+
+func (c *catalog) Prices(_ context.Context, ids []string) (map[string]int64, error) {
+	c.asked = append(c.asked, slices.Clone(ids))
+	if c.down != nil {
+		return nil, c.down
+	}
+	out := map[string]int64{}
+	for _, id := range ids {
+		if p, ok := c.prices[id]; ok {
+			out[id] = p
+		}
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
@@ -48,6 +49,15 @@ type Item struct {
 	Quantity  int32
 	// UnitPrice in cents.
 	UnitPrice int64
+}
+
+// Line is one line of a new order as the client asks for it.
+type Line struct {
+	ProductID string
+	Quantity  int32
+	// UnitPrice, if set, is the price in cents the client expects; it
+	// must be the catalog's.
+	UnitPrice *int64
 }
 
 // Order is the aggregate the service owns.
@@ -147,6 +157,7 @@ var (
 // by the row lock (OrderRepo.Lock).
 type OrderUsecase struct {
 	repo        OrderRepo
+	catalog     Catalog
 	tx          Transaction
 	pub         EventPublisher
 	timer       CancelTimer
@@ -160,28 +171,37 @@ type OrderUsecase struct {
 // DefaultCancelAfter is the unpaid-order timeout when the config sets none.
 const DefaultCancelAfter = 15 * time.Minute
 
-// NewOrderUsecase returns the use case. c may be nil (defaults).
-func NewOrderUsecase(repo OrderRepo, tx Transaction, pub EventPublisher, timer CancelTimer, c *conf.Order, logger log.Logger) *OrderUsecase {
+// NewOrderUsecase returns the use case. catalog prices new orders. c may
+// be nil (defaults).
+func NewOrderUsecase(repo OrderRepo, catalog Catalog, tx Transaction, pub EventPublisher, timer CancelTimer, c *conf.Order, logger log.Logger) *OrderUsecase {
 	after := DefaultCancelAfter
 	if d := c.GetCancelAfter(); d != nil && d.AsDuration() > 0 {
 		after = d.AsDuration()
 	}
-	return &OrderUsecase{repo: repo, tx: tx, pub: pub, timer: timer, log: log.NewHelper(logger), cancelAfter: after,
+	return &OrderUsecase{repo: repo, catalog: catalog, tx: tx, pub: pub, timer: timer, log: log.NewHelper(logger), cancelAfter: after,
 		now:   func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
 		newID: func() string { return uuid.Must(uuid.NewV7()).String() }}
 }
 
-// Create validates and stores a new order. In order: it schedules the
-// order's cancellation timer (so an order never exists without one; a
-// timer whose order never commits fires harmlessly), then sends
-// OrderCreated as a transactional message whose local transaction inserts
-// the order and its first timeline entry.
-func (uc *OrderUsecase) Create(ctx context.Context, userID string, items []Item) (*Order, error) {
-	if err := validate(userID, items); err != nil {
+// Create validates, prices and stores a new order. Prices come from the
+// catalog (ErrProductNotFound for a product it does not have,
+// ErrPriceMismatch for a line whose given price is not the catalog's,
+// ErrInventoryUnavailable when it does not answer: the client's price is
+// never used). Then, in order: it schedules the order's cancellation
+// timer (so an order never exists without one; a timer whose order never
+// commits fires harmlessly), then sends OrderCreated as a transactional
+// message whose local transaction inserts the order and its first
+// timeline entry.
+func (uc *OrderUsecase) Create(ctx context.Context, userID string, lines []Line) (*Order, error) {
+	if err := validate(userID, lines); err != nil {
+		return nil, err
+	}
+	items, err := uc.price(ctx, lines)
+	if err != nil {
 		return nil, err
 	}
 	now := uc.now()
-	o := &Order{ID: uc.newID(), UserID: userID, Status: StatusCreated, Items: slices.Clone(items), Seq: 1,
+	o := &Order{ID: uc.newID(), UserID: userID, Status: StatusCreated, Items: items, Seq: 1,
 		CancelAt: now.Add(uc.cancelAfter), CreatedAt: now, UpdatedAt: now}
 	for _, it := range items {
 		o.Total += int64(it.Quantity) * it.UnitPrice
@@ -209,19 +229,47 @@ func (uc *OrderUsecase) Create(ctx context.Context, userID string, items []Item)
 	return o, nil
 }
 
-func validate(userID string, items []Item) error {
+func validate(userID string, lines []Line) error {
 	if userID == "" {
 		return ErrInvalidArgument.WithMetadata(map[string]string{"field": "user_id"})
 	}
-	if len(items) == 0 || len(items) > 100 {
+	if len(lines) == 0 || len(lines) > 100 {
 		return ErrInvalidArgument.WithMetadata(map[string]string{"field": "items", "why": "1 to 100 items"})
 	}
-	for _, it := range items {
-		if it.ProductID == "" || it.Quantity <= 0 || it.Quantity > 10000 || it.UnitPrice < 0 || it.UnitPrice > 1e9 {
-			return ErrInvalidArgument.WithMetadata(map[string]string{"field": "items", "product_id": it.ProductID})
+	for _, l := range lines {
+		if l.ProductID == "" || l.Quantity <= 0 || l.Quantity > 10000 || (l.UnitPrice != nil && (*l.UnitPrice < 0 || *l.UnitPrice > 1e9)) {
+			return ErrInvalidArgument.WithMetadata(map[string]string{"field": "items", "product_id": l.ProductID})
 		}
 	}
 	return nil
+}
+
+// price gives every line the catalog's unit price.
+func (uc *OrderUsecase) price(ctx context.Context, lines []Line) ([]Item, error) {
+	var ids []string
+	for _, l := range lines {
+		if !slices.Contains(ids, l.ProductID) {
+			ids = append(ids, l.ProductID)
+		}
+	}
+	prices, err := uc.catalog.Prices(ctx, ids)
+	if err != nil {
+		uc.log.WithContext(ctx).Warnf("order refused: catalog unavailable: %v", err)
+		return nil, ErrInventoryUnavailable.WithCause(err)
+	}
+	items := make([]Item, len(lines))
+	for i, l := range lines {
+		p, ok := prices[l.ProductID]
+		switch {
+		case !ok:
+			return nil, ErrProductNotFound.WithMetadata(map[string]string{"product_id": l.ProductID})
+		case l.UnitPrice != nil && *l.UnitPrice != p:
+			return nil, ErrPriceMismatch.WithMetadata(map[string]string{"product_id": l.ProductID,
+				"unit_price": strconv.FormatInt(*l.UnitPrice, 10), "catalog_price": strconv.FormatInt(p, 10)})
+		}
+		items[i] = Item{ProductID: l.ProductID, Quantity: l.Quantity, UnitPrice: p}
+	}
+	return items, nil
 }
 
 // Get returns the order and its timeline, oldest entry first.
@@ -440,14 +488,24 @@ func (uc *OrderUsecase) OnStockReleased(ctx context.Context, ev *eventv1.StockRe
 }
 
 // OnPaymentSucceeded marks a live order PAID (with OrderPaid, in one
-// transaction) and recalls its cancellation timer. A payment for a
-// cancelled order is only recorded: the payment service refunds it when it
-// sees OrderCancelled.
+// transaction) and recalls its cancellation timer, if the payment is of
+// the order's total by the order's user. A payment for a cancelled order
+// is only recorded: the payment service refunds it when it sees
+// OrderCancelled. So is a payment that does not match the order: the
+// order stays unpaid (and is cancelled at its deadline).
 func (uc *OrderUsecase) OnPaymentSucceeded(ctx context.Context, ev *eventv1.PaymentSucceeded) error {
 	o, err := uc.apply(ctx, incoming{ev.GetOrderId(), eventv1.TopicPaymentEvents, eventv1.TagPaymentSucceeded, ev.GetSeq()},
 		func(o *Order) (func(int64) proto.Message, string) {
 			if !o.Status.Live() {
 				return nil, "payment " + ev.GetPaymentId() + " for a " + string(o.Status) + " order"
+			}
+			if ev.GetAmount() != o.Total || ev.GetUserId() != o.UserID {
+				// The payment service refuses such payments; one from an
+				// older version or a bug does not pay the order (its
+				// reconciliation refunds it, and the order is cancelled at
+				// its deadline).
+				return nil, fmt.Sprintf("payment %s of %d by %s does not match the order (total %d, user %s): not paid",
+					ev.GetPaymentId(), ev.GetAmount(), ev.GetUserId(), o.Total, o.UserID)
 			}
 			o.Status = StatusPaid
 			o.PaymentID = ev.GetPaymentId()

@@ -17,18 +17,20 @@ import (
 )
 
 type env struct {
-	uc    *OrderUsecase
-	store *store
-	pub   *publisher
-	timer *timer
-	clock time.Time
+	uc      *OrderUsecase
+	store   *store
+	catalog *catalog
+	pub     *publisher
+	timer   *timer
+	clock   time.Time
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{store: newStore(), timer: &timer{}, clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	e.pub = &publisher{tx: e.store}
-	e.uc = NewOrderUsecase(e.store, e.store, e.pub, e.timer,
+	e.catalog = &catalog{prices: map[string]int64{"p1": 150, "p2": 1000, "p-free": 0}}
+	e.uc = NewOrderUsecase(e.store, e.catalog, e.store, e.pub, e.timer,
 		&conf.Order{CancelAfter: durationpb.New(time.Minute)}, log.DefaultLogger)
 	e.uc.now = func() time.Time { return e.clock }
 	n := 0
@@ -38,7 +40,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) create(t *testing.T) *Order {
 	t.Helper()
-	o, err := e.uc.Create(context.Background(), "u1", []Item{{ProductID: "p1", Quantity: 2, UnitPrice: 150}})
+	o, err := e.uc.Create(context.Background(), "u1", []Line{{ProductID: "p1", Quantity: 2, UnitPrice: price(150)}})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -54,25 +56,42 @@ func (e *env) order(t *testing.T, id string) *Order {
 	return o
 }
 
+func price(p int64) *int64 { return &p }
+
+// Orders are priced from the catalog: a given unit_price must be the
+// catalog's, an unknown product is refused, and a catalog that does not
+// answer refuses the order (never the client's price instead); a refused
+// order leaves nothing behind.
 func TestOrderUsecaseCreate(t *testing.T) {
 	tests := []struct {
 		name   string
 		user   string
-		items  []Item
+		lines  []Line
+		down   bool
+		total  int64
 		reason string // expected error reason, "" for success
 	}{
-		{"ok", "u1", []Item{{"p1", 2, 150}, {"p2", 1, 1000}}, ""},
-		{"free item", "u1", []Item{{"p1", 1, 0}}, ""},
-		{"no user", "", []Item{{"p1", 1, 1}}, ReasonInvalidArgument},
-		{"no items", "u1", nil, ReasonInvalidArgument},
-		{"zero quantity", "u1", []Item{{"p1", 0, 1}}, ReasonInvalidArgument},
-		{"negative price", "u1", []Item{{"p1", 1, -1}}, ReasonInvalidArgument},
-		{"no product", "u1", []Item{{"", 1, 1}}, ReasonInvalidArgument},
+		{"catalog prices", "u1", []Line{{"p1", 2, nil}, {"p2", 1, nil}}, false, 1300, ""},
+		{"given prices match", "u1", []Line{{"p1", 2, price(150)}, {"p2", 1, price(1000)}}, false, 1300, ""},
+		{"same product twice", "u1", []Line{{"p1", 1, nil}, {"p1", 3, price(150)}}, false, 600, ""},
+		{"free item", "u1", []Line{{"p-free", 1, price(0)}}, false, 0, ""},
+		{"client sets the price", "u1", []Line{{"p1", 2, price(1)}}, false, 0, ReasonPriceMismatch},
+		{"zero price for a priced product", "u1", []Line{{"p1", 1, price(0)}}, false, 0, ReasonPriceMismatch},
+		{"unknown product", "u1", []Line{{"p1", 1, nil}, {"p-nope", 1, nil}}, false, 0, ReasonProductNotFound},
+		{"catalog down", "u1", []Line{{"p1", 1, nil}}, true, 0, ReasonInventoryDown},
+		{"no user", "", []Line{{"p1", 1, nil}}, false, 0, ReasonInvalidArgument},
+		{"no items", "u1", nil, false, 0, ReasonInvalidArgument},
+		{"zero quantity", "u1", []Line{{"p1", 0, nil}}, false, 0, ReasonInvalidArgument},
+		{"negative price", "u1", []Line{{"p1", 1, price(-1)}}, false, 0, ReasonInvalidArgument},
+		{"no product", "u1", []Line{{"", 1, nil}}, false, 0, ReasonInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			o, err := e.uc.Create(context.Background(), tt.user, tt.items)
+			if tt.down {
+				e.catalog.down = errors.New("inventory unreachable")
+			}
+			o, err := e.uc.Create(context.Background(), tt.user, tt.lines)
 			if tt.reason != "" {
 				if kerrors.Reason(err) != tt.reason {
 					t.Fatalf("err = %v, want reason %s", err, tt.reason)
@@ -85,12 +104,13 @@ func TestOrderUsecaseCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var total int64
-			for _, it := range tt.items {
-				total += int64(it.Quantity) * it.UnitPrice
+			if o.Status != StatusCreated || o.Seq != 1 || o.Total != tt.total || !o.CancelAt.Equal(e.clock.Add(time.Minute)) {
+				t.Fatalf("order = %+v, want total %d", o, tt.total)
 			}
-			if o.Status != StatusCreated || o.Seq != 1 || o.Total != total || !o.CancelAt.Equal(e.clock.Add(time.Minute)) {
-				t.Fatalf("order = %+v", o)
+			for i, it := range o.Items {
+				if it.UnitPrice != e.catalog.prices[it.ProductID] || it.Quantity != tt.lines[i].Quantity {
+					t.Fatalf("item %d = %+v, want the catalog's price", i, it)
+				}
 			}
 			if due, ok := e.timer.scheduled[o.CancelTimer]; !ok || !due.Equal(o.CancelAt) {
 				t.Fatalf("timer %q not scheduled at %v: %v", o.CancelTimer, o.CancelAt, e.timer.scheduled)
@@ -99,11 +119,11 @@ func TestOrderUsecaseCreate(t *testing.T) {
 				t.Fatalf("published %v", got)
 			}
 			oc := e.pub.events[0].Payload.(*eventv1.OrderCreated)
-			if oc.OrderId != o.ID || oc.Seq != 1 || oc.TotalAmount != total || len(oc.Items) != len(tt.items) {
+			if oc.OrderId != o.ID || oc.Seq != 1 || oc.TotalAmount != tt.total || len(oc.Items) != len(tt.lines) {
 				t.Fatalf("OrderCreated = %v", oc)
 			}
 			stored, tl, err := e.uc.Get(context.Background(), o.ID)
-			if err != nil || stored.Status != StatusCreated || len(tl) != 1 || tl[0].Event != eventv1.TagOrderCreated {
+			if err != nil || stored.Status != StatusCreated || stored.Total != tt.total || len(tl) != 1 || tl[0].Event != eventv1.TagOrderCreated {
 				t.Fatalf("Get = %+v %v %v", stored, tl, err)
 			}
 		})
@@ -124,7 +144,7 @@ func TestOrderUsecaseCreateFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			tt.setup(e)
-			_, err := e.uc.Create(context.Background(), "u1", []Item{{"p1", 1, 1}})
+			_, err := e.uc.Create(context.Background(), "u1", []Line{{"p1", 1, nil}})
 			if kerrors.Reason(err) != ReasonUnavailable {
 				t.Fatalf("err = %v, want %s", err, ReasonUnavailable)
 			}
@@ -172,7 +192,16 @@ func released(seq int64) step {
 func paid(seq int64, payment string) step {
 	return func(e *env, id string) error {
 		return e.uc.OnPaymentSucceeded(context.Background(),
-			&eventv1.PaymentSucceeded{OrderId: id, Seq: seq, PaymentId: payment, Amount: 300})
+			&eventv1.PaymentSucceeded{OrderId: id, Seq: seq, PaymentId: payment, UserId: "u1", Amount: 300})
+	}
+}
+
+// paidWith is a payment of another amount or by another user than the
+// order's (from an older payment service or a bug).
+func paidWith(seq int64, payment, user string, amount int64) step {
+	return func(e *env, id string) error {
+		return e.uc.OnPaymentSucceeded(context.Background(),
+			&eventv1.PaymentSucceeded{OrderId: id, Seq: seq, PaymentId: payment, UserId: user, Amount: amount})
 	}
 }
 
@@ -221,6 +250,10 @@ func TestOrderUsecaseTransitions(t *testing.T) {
 			[]string{eventv1.TagOrderPaid}, 3, 1},
 		{"payment after timeout", []step{timeout(time.Minute), paid(1, "pay1"), refunded(2)}, StatusCancelled, CancelTimeout,
 			[]string{eventv1.TagOrderCancelled}, 4, 0},
+		{"underpayment does not pay", []step{reserved(1), paidWith(1, "pay1", "u1", 100)}, StatusReserved, "", nil, 3, 0},
+		{"payment by another user does not pay", []step{reserved(1), paidWith(1, "pay1", "u2", 300)}, StatusReserved, "", nil, 3, 0},
+		{"mismatched payment, then timeout", []step{paidWith(1, "pay1", "u1", 1), timeout(time.Minute)}, StatusCancelled, CancelTimeout,
+			[]string{eventv1.TagOrderCancelled}, 3, 0},
 		{"release after cancel", []step{reserved(1), timeout(time.Minute), released(2)}, StatusCancelled, CancelTimeout,
 			[]string{eventv1.TagOrderCancelled}, 4, 0},
 	}

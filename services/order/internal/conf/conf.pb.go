@@ -35,6 +35,7 @@ type Bootstrap struct {
 	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
 	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
 	Cleanup       *Cleanup               `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
+	Inventory     *Inventory             `protobuf:"bytes,8,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -114,6 +115,13 @@ func (x *Bootstrap) GetObservability() *Observability {
 func (x *Bootstrap) GetCleanup() *Cleanup {
 	if x != nil {
 		return x.Cleanup
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetInventory() *Inventory {
+	if x != nil {
+		return x.Inventory
 	}
 	return nil
 }
@@ -554,6 +562,62 @@ func (x *Cleanup) GetDisabled() bool {
 	return false
 }
 
+// The inventory service, whose catalog prices every new order (gRPC
+// GetProduct).
+type Inventory struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gRPC address of the inventory service (host:port).
+	GrpcAddr string `protobuf:"bytes,1,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// Bound of one GetProduct call (default 3s).
+	Timeout       *durationpb.Duration `protobuf:"bytes,2,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Inventory) Reset() {
+	*x = Inventory{}
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Inventory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Inventory) ProtoMessage() {}
+
+func (x *Inventory) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
+func (*Inventory) Descriptor() ([]byte, []int) {
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Inventory) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *Inventory) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 type Server_HTTP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
@@ -565,7 +629,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +641,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +689,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +701,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
+	mi := &file_internal_conf_conf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +752,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +764,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
+	mi := &file_internal_conf_conf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +813,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
+	mi := &file_internal_conf_conf_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +825,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
+	mi := &file_internal_conf_conf_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +873,7 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe2\x02\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9c\x03\n" +
 	"\tBootstrap\x12/\n" +
 	"\x06server\x18\x01 \x01(\v2\x17.tide.order.conf.ServerR\x06server\x12)\n" +
 	"\x04data\x18\x02 \x01(\v2\x15.tide.order.conf.DataR\x04data\x12#\n" +
@@ -817,7 +881,8 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
 	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12D\n" +
 	"\robservability\x18\x06 \x01(\v2\x1e.tide.order.conf.ObservabilityR\robservability\x122\n" +
-	"\acleanup\x18\a \x01(\v2\x18.tide.order.conf.CleanupR\acleanup\"\xc2\x02\n" +
+	"\acleanup\x18\a \x01(\v2\x18.tide.order.conf.CleanupR\acleanup\x128\n" +
+	"\tinventory\x18\b \x01(\v2\x1a.tide.order.conf.InventoryR\tinventory\"\xc2\x02\n" +
 	"\x06Server\x120\n" +
 	"\x04http\x18\x01 \x01(\v2\x1c.tide.order.conf.Server.HTTPR\x04http\x120\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1c.tide.order.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -864,7 +929,10 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\aCleanup\x127\n" +
 	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
-	"\bdisabled\x18\x03 \x01(\bR\bdisabledB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
+	"\bdisabled\x18\x03 \x01(\bR\bdisabled\"]\n" +
+	"\tInventory\x12\x1b\n" +
+	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
+	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeoutB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -878,7 +946,7 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.order.conf.Server
@@ -888,11 +956,12 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Fault)(nil),               // 5: tide.order.conf.Fault
 	(*Observability)(nil),       // 6: tide.order.conf.Observability
 	(*Cleanup)(nil),             // 7: tide.order.conf.Cleanup
-	(*Server_HTTP)(nil),         // 8: tide.order.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 9: tide.order.conf.Server.GRPC
-	(*Data_Database)(nil),       // 10: tide.order.conf.Data.Database
-	(*Data_Redis)(nil),          // 11: tide.order.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
+	(*Inventory)(nil),           // 8: tide.order.conf.Inventory
+	(*Server_HTTP)(nil),         // 9: tide.order.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 10: tide.order.conf.Server.GRPC
+	(*Data_Database)(nil),       // 11: tide.order.conf.Data.Database
+	(*Data_Redis)(nil),          // 12: tide.order.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.order.conf.Server
@@ -902,24 +971,26 @@ var file_internal_conf_conf_proto_depIdxs = []int32{
 	5,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
 	6,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.order.conf.Observability
 	7,  // 6: tide.order.conf.Bootstrap.cleanup:type_name -> tide.order.conf.Cleanup
-	8,  // 7: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
-	9,  // 8: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
-	10, // 9: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
-	11, // 10: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
-	12, // 11: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	12, // 12: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	12, // 13: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	12, // 14: tide.order.conf.Cleanup.retention:type_name -> google.protobuf.Duration
-	12, // 15: tide.order.conf.Cleanup.interval:type_name -> google.protobuf.Duration
-	12, // 16: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	12, // 17: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	12, // 18: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	12, // 19: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	8,  // 7: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
+	9,  // 8: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
+	10, // 9: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
+	11, // 10: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
+	12, // 11: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
+	13, // 12: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	13, // 13: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	13, // 14: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	13, // 15: tide.order.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	13, // 16: tide.order.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	13, // 17: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
+	13, // 18: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	13, // 19: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	13, // 20: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	13, // 21: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -927,14 +998,14 @@ func file_internal_conf_conf_proto_init() {
 	if File_internal_conf_conf_proto != nil {
 		return
 	}
-	file_internal_conf_conf_proto_msgTypes[10].OneofWrappers = []any{}
+	file_internal_conf_conf_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

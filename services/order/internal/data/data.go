@@ -26,7 +26,7 @@ import (
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewSender, NewScheduler, NewOrderRepo, NewTransaction,
-	NewEventPublisher, NewCancelTimer, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
+	NewEventPublisher, NewCatalog, NewCancelTimer, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
 // NewRegistry returns the service's Prometheus registry (served on
 // /metrics) with the Go runtime and process collectors; the pattern

@@ -63,7 +63,7 @@ func TestServerTraceSpans(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Shutdown(context.Background()) })
 
-	o, code, body := s.httpCreate(t, `{"user_id":"u-spans","items":[{"product_id":"p1","quantity":1,"unit_price":5}]}`)
+	o, code, body := s.httpCreate(t, `{"user_id":"u-spans","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {
 		t.Fatalf("POST: %d %s", code, body)
 	}
@@ -155,7 +155,7 @@ func TestServerBrokerCredentials(t *testing.T) {
 		t.Fatalf("unsigned send: %v, want a refusal", err)
 	}
 
-	o, code, body := s.httpCreate(t, `{"user_id":"u-acl","items":[{"product_id":"p1","quantity":1,"unit_price":5}]}`)
+	o, code, body := s.httpCreate(t, `{"user_id":"u-acl","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {
 		t.Fatalf("POST: %d %s", code, body)
 	}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	nethttp "net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,11 +22,13 @@ import (
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
+	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
@@ -44,14 +48,38 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// fakeInventory is the inventory service's catalog as the order service
+// reads it (gRPC GetProduct; the inventory service's own tests and the
+// flow test in services/inventory cover the real one): p1 costs 150, p2
+// 100. With down set it answers Unavailable.
+type fakeInventory struct {
+	inventoryv1.UnimplementedInventoryServer
+	down atomic.Bool
+}
+
+var catalogPrices = map[string]int64{"p1": 150, "p2": 100}
+
+func (f *fakeInventory) GetProduct(_ context.Context, in *inventoryv1.GetProductRequest) (*inventoryv1.GetProductReply, error) {
+	if f.down.Load() {
+		return nil, kerrors.ServiceUnavailable("UNAVAILABLE", "inventory down (test)")
+	}
+	p, ok := catalogPrices[in.GetId()]
+	if !ok {
+		return nil, kerrors.NotFound("PRODUCT_NOT_FOUND", "no product "+in.GetId())
+	}
+	return &inventoryv1.GetProductReply{Product: &inventoryv1.Product{Id: in.GetId(), Price: p, Available: 100}}, nil
+}
+
 // stack is the order service wired as cmd/order wires it, against a real
-// in-process NameServer and broker, MariaDB and Redis.
+// in-process NameServer and broker, MariaDB and Redis, and a fake
+// inventory catalog over gRPC.
 type stack struct {
-	namesrv  string
-	creds    mqclient.Credentials
-	httpBase string
-	grpc     orderv1.OrderClient
-	faults   *fault.Set
+	inventory *fakeInventory
+	namesrv   string
+	creds     mqclient.Credentials
+	httpBase  string
+	grpc      orderv1.OrderClient
+	faults    *fault.Set
 
 	mu     sync.Mutex
 	events []*mqclient.MessageExt // seen on order-events
@@ -110,8 +138,22 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup3)
+	inv := &fakeInventory{}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isrv := grpc.NewServer()
+	inventoryv1.RegisterInventoryServer(isrv, inv)
+	go isrv.Serve(lis)
+	t.Cleanup(isrv.Stop)
+	catalog, cleanup4, err := data.NewCatalog(&conf.Inventory{GrpcAddr: lis.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup4)
 	oc := &conf.Order{CancelAfter: durationpb.New(cancelAfter), SweepInterval: durationpb.New(time.Second)}
-	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), d, data.NewEventPublisher(d, sender, faults, logger),
+	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), catalog, d, data.NewEventPublisher(d, sender, faults, logger),
 		data.NewCancelTimer(sch), oc, logger)
 	svc := service.NewOrderService(uc)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
@@ -150,7 +192,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s := &stack{namesrv: ns, creds: cfg.creds, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
+	s := &stack{inventory: inv, namesrv: ns, creds: cfg.creds, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
 	waitFor(t, "HTTP /readyz", func() bool {
 		resp, err := nethttp.Get(s.httpBase + "/readyz")
 		if err != nil {
@@ -364,7 +406,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 
 	t.Run("create over gRPC", func(t *testing.T) {
 		reply, err := s.grpc.CreateOrder(ctx, &orderv1.CreateOrderRequest{UserId: "u2",
-			Items: []*orderv1.OrderItem{{ProductId: "p1", Quantity: 1, UnitPrice: 5}}})
+			Items: []*orderv1.OrderItem{{ProductId: "p1", Quantity: 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +424,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 // cancels the unpaid order in one transaction with OrderCancelled.
 func TestServerCancelsUnpaidOrder(t *testing.T) {
 	s := startStack(t, 2*time.Second)
-	created, code, body := s.httpCreate(t, `{"user_id":"u1","items":[{"product_id":"p1","quantity":1,"unit_price":"10"}]}`)
+	created, code, body := s.httpCreate(t, `{"user_id":"u1","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {
 		t.Fatalf("POST: %d %s", code, body)
 	}
@@ -434,7 +476,7 @@ func TestServerFaultsAndMetrics(t *testing.T) {
 	if code := put("/v1/faults/no_such_fault", `{"enabled":true}`); code != 404 {
 		t.Fatalf("unknown fault: %d", code)
 	}
-	created, code, body := s.httpCreate(t, `{"user_id":"u-twice","items":[{"product_id":"p1","quantity":1,"unit_price":100}]}`)
+	created, code, body := s.httpCreate(t, `{"user_id":"u-twice","items":[{"product_id":"p1","quantity":1,"unit_price":150}]}`)
 	if code != 200 {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -459,7 +501,7 @@ func TestServerFaultsAndMetrics(t *testing.T) {
 	}
 
 	// A payment delivered twice (new msg ids, same event) pays once.
-	ev := &eventv1.PaymentSucceeded{OrderId: id, Seq: 1, PaymentId: "pay-twice", Amount: 100}
+	ev := &eventv1.PaymentSucceeded{OrderId: id, Seq: 1, PaymentId: "pay-twice", UserId: "u-twice", Amount: 150}
 	s.publish(t, eventv1.TopicPaymentEvents, ev)
 	s.publish(t, eventv1.TopicPaymentEvents, ev)
 	waitFor(t, "PAID", func() bool {
@@ -514,7 +556,7 @@ func TestServerTracePropagation(t *testing.T) {
 	s := startStack(t, time.Hour)
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	req, _ := nethttp.NewRequest(nethttp.MethodPost, s.httpBase+"/v1/orders",
-		bytes.NewBufferString(`{"user_id":"u-trace","items":[{"product_id":"p1","quantity":1,"unit_price":5}]}`))
+		bytes.NewBufferString(`{"user_id":"u-trace","items":[{"product_id":"p1","quantity":1}]}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	resp, err := nethttp.DefaultClient.Do(req)
@@ -556,7 +598,7 @@ func TestServerCrashAfterCommit(t *testing.T) {
 		t.Fatalf("arm: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	created, code, body := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1,"unit_price":1}]}`)
+	created, code, body := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -564,7 +606,7 @@ func TestServerCrashAfterCommit(t *testing.T) {
 		t.Fatalf("crash_after_commit fired %d times", len(crashed))
 	}
 	waitFor(t, "OrderCreated", func() bool { return len(s.tags(created.GetOrder().GetId())) == 1 })
-	if _, code, _ := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1,"unit_price":1}]}`); code != 200 || len(crashed) != 1 {
+	if _, code, _ := s.httpCreate(t, `{"user_id":"u-crash","items":[{"product_id":"p1","quantity":1}]}`); code != 200 || len(crashed) != 1 {
 		t.Fatalf("one-shot fault fired again (%d)", len(crashed))
 	}
 }

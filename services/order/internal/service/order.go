@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
@@ -23,13 +24,14 @@ func NewOrderService(uc *biz.OrderUsecase) *OrderService {
 	return &OrderService{uc: uc}
 }
 
-// CreateOrder creates an order (status CREATED).
+// CreateOrder creates an order (status CREATED) priced from the catalog;
+// an item's unit_price, if set, must be the catalog's.
 func (s *OrderService) CreateOrder(ctx context.Context, req *orderv1.CreateOrderRequest) (*orderv1.CreateOrderReply, error) {
-	items := make([]biz.Item, len(req.GetItems()))
+	lines := make([]biz.Line, len(req.GetItems()))
 	for i, it := range req.GetItems() {
-		items[i] = biz.Item{ProductID: it.GetProductId(), Quantity: it.GetQuantity(), UnitPrice: it.GetUnitPrice()}
+		lines[i] = biz.Line{ProductID: it.GetProductId(), Quantity: it.GetQuantity(), UnitPrice: it.UnitPrice}
 	}
-	o, err := s.uc.Create(ctx, req.GetUserId(), items)
+	o, err := s.uc.Create(ctx, req.GetUserId(), lines)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func toInfo(o *biz.Order) *orderv1.OrderInfo {
 		CancelAt: ts(o.CancelAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt), CancelReason: o.CancelReason,
 		Items: make([]*orderv1.OrderItem, len(o.Items))}
 	for i, it := range o.Items {
-		info.Items[i] = &orderv1.OrderItem{ProductId: it.ProductID, Quantity: it.Quantity, UnitPrice: it.UnitPrice}
+		info.Items[i] = &orderv1.OrderItem{ProductId: it.ProductID, Quantity: it.Quantity, UnitPrice: proto.Int64(it.UnitPrice)}
 	}
 	return info
 }
