@@ -44,6 +44,7 @@ type Broker struct {
 	groups   *subgroup.Table
 	clients  *clientmgr.Manager
 	locks    *queuelock.Table
+	notify   *notifier
 	polls    *longpoll.Service
 	server   *remoting.Server
 	nsClient *remoting.Client
@@ -115,6 +116,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	b.metrics = newMetrics(b)
 	b.clients = clientmgr.New(nil)
 	b.locks = queuelock.New(60*time.Second, nil)
+	b.notify = newNotifier(b)
 	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
 	b.polls.SetLimits(longpoll.Limits{Max: opts.MaxHeldPullRequests, MaxPerOwner: opts.MaxHeldPullRequestsPerConn})
 	if !opts.IsMaster() {
@@ -255,7 +257,7 @@ func (b *Broker) housekeeping() {
 				}
 			}
 			for _, g := range groups {
-				b.notifyConsumerIDsChanged(g)
+				b.notify.changed(g)
 			}
 		}
 	}
@@ -278,7 +280,7 @@ func (b *Broker) onDisconnect(c *remoting.Conn) {
 			continue
 		}
 		b.log.Info("consumer left", "group", g, "client", ids[i])
-		b.notifyConsumerIDsChanged(g)
+		b.notify.changed(g)
 	}
 }
 
@@ -300,6 +302,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	b.stopOnce.Do(func() {
 		close(b.stop)
+		b.notify.stop()
 		if b.registry != nil {
 			if len(b.opts.NameServers()) > 0 {
 				if err := b.registry.Stop(ctx); err != nil {
@@ -354,29 +357,6 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.log.Info("broker stopped")
 	})
 	return errors.Join(errs...)
-}
-
-// notifyConsumerIDsChanged tells every member of group to rebalance. It
-// stops, between members, once Shutdown has begun.
-func (b *Broker) notifyConsumerIDsChanged(group string) {
-	if cfg, ok := b.groups.Get(group); ok && !cfg.NotifyConsumerIDsChangedEnable {
-		return
-	}
-	hdr := protocol.ConsumerGroupHeader{ConsumerGroup: group}
-	for _, ch := range b.clients.ConsumerChannels(group) {
-		c, ok := ch.(*remoting.Conn)
-		if !ok {
-			continue
-		}
-		if b.stopping() {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := c.InvokeOneway(ctx, protocol.NewRequest(protocol.NotifyConsumerIDsChanged, hdr.Encode(), nil)); err != nil {
-			b.log.Debug("notify consumer ids changed", "group", group, "conn", c.RemoteAddr(), "err", err)
-		}
-		cancel()
-	}
 }
 
 func (b *Broker) registerHandlers() {

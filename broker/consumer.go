@@ -47,7 +47,7 @@ func (b *Broker) handleHeartbeat(ctx context.Context, c *remoting.Conn, req *pro
 		}
 		if b.clients.RegisterConsumer(ci, cons) {
 			b.log.Info("consumer group changed", "group", cd.GroupName, "client", hb.ClientID, "members", len(b.clients.ConsumerIDs(cd.GroupName)))
-			go b.notifyConsumerIDsChanged(cd.GroupName)
+			b.notify.changed(cd.GroupName)
 		}
 	}
 	for _, pd := range hb.ProducerDataSet {
@@ -63,7 +63,7 @@ func (b *Broker) handleUnregisterClient(ctx context.Context, c *remoting.Conn, r
 	}
 	for _, g := range b.clients.UnregisterClient(c, h.ProducerGroup, h.ConsumerGroup) {
 		b.locks.ReleaseClient(g, h.ClientID)
-		go b.notifyConsumerIDsChanged(g)
+		b.notify.changed(g)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }

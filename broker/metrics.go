@@ -33,7 +33,10 @@ type metrics struct {
 	// appendTime is the store append latency by topic (commit log write
 	// plus, for SYNC_FLUSH, the wait for the flush), observed by send.go.
 	appendTime *prometheus.HistogramVec
-	boot       time.Time
+	// notifications counts NOTIFY_CONSUMER_IDS_CHANGED by result: sent,
+	// dropped (the member took nothing in time) or failed (connection gone).
+	notifications *prometheus.CounterVec
+	boot          time.Time
 }
 
 // observeAppend records one store append of topic that began at start.
@@ -60,9 +63,12 @@ func newMetrics(b *Broker) *metrics {
 			Help:    "Time to append a send's messages to the store (including the flush wait under SYNC_FLUSH), by topic.",
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"topic"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "consumer_notifications_total",
+			Help: "NOTIFY_CONSUMER_IDS_CHANGED sent to group members, by result (sent, dropped: the member took nothing within the notify timeout, failed: its connection is gone)."},
+			[]string{"result"}),
 		boot: time.Now(),
 	}
-	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, m.appendTime, &collector{b: b},
+	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, m.appendTime, m.notifications, &collector{b: b},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

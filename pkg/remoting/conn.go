@@ -381,6 +381,28 @@ func (c *Conn) InvokeOneway(ctx context.Context, req *protocol.Command) error {
 	return c.send(&r)
 }
 
+// TryInvokeOneway sends req oneway within timeout: a write that may be
+// dropped and must not wait on a peer that stops reading
+// (NOTIFY_CONSUMER_IDS_CHANGED). It waits for the connection's other
+// writes to end until timeout (ErrWriteBusy, nothing sent, when they do
+// not), then writes with the time left; ErrTimeout means the peer took no
+// byte of the frame (a plain TCP connection stays open). A frame cut
+// short by the deadline, or a timeout on TLS (whose stream cannot
+// resume), closes the connection, as any failed write does.
+func (c *Conn) TryInvokeOneway(req *protocol.Command, timeout time.Duration) error {
+	r := c.request(req, true)
+	frame, err := r.AppendFrame(nil)
+	if err != nil {
+		return fmt.Errorf("remoting: encode code %d: %w", r.Code, err)
+	}
+	failed, err := c.wq.tryWrite(frame, timeout)
+	if failed {
+		c.cfg.log.Debug("remoting: write failed, closing", "conn", c, "err", err)
+		c.closeWith(err)
+	}
+	return err
+}
+
 // Reply sends resp as the response to req: it sets resp's Opaque to
 // req's and its response flag. It does nothing for a request with the
 // oneway flag bit. Handlers that return nil use it to answer later (long

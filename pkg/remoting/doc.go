@@ -40,7 +40,9 @@
 // failing the queued frames too), plus, when 4 MiB are already queued, the
 // time until they are taken (backpressure). Invoke blocks until the
 // response arrives or its context is done; InvokeAsync and InvokeOneway
-// block only for the write.
+// block only for the write. Conn.TryInvokeOneway is for frames that may be
+// dropped (notifications): bounded by its own short timeout, it gives up
+// (ErrWriteBusy, ErrTimeout) rather than wait on a peer that stops reading.
 //
 // # Ownership
 //

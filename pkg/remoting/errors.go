@@ -29,6 +29,9 @@ var (
 	// ErrTooManyConnections: a connection was refused because the
 	// server's MaxConnections were open.
 	ErrTooManyConnections = errors.New("remoting: too many connections")
+	// ErrWriteBusy: Conn.TryInvokeOneway found another write in progress
+	// or queued on the connection and sent nothing.
+	ErrWriteBusy = errors.New("remoting: connection busy writing")
 	// ErrInvalidOptions: Options.Validate rejected a field.
 	ErrInvalidOptions = errors.New("remoting: invalid options")
 )

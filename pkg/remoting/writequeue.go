@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -169,6 +170,52 @@ func (q *writeQueue) writeIdle(timeout time.Duration, frame []byte) error {
 	q.complete(b, werr)
 	close(b.turn)
 	return werr
+}
+
+// tryWrite writes frame within timeout, for a write that may be dropped
+// (a notification) and must not wait on a peer that stops reading: it
+// waits for the queue to be idle until the deadline (ErrWriteBusy when it
+// never is; nothing written), then writes frame alone with the rest of
+// the time. ErrTimeout means the peer took no byte of frame: the stream is
+// intact and the queue usable. A frame cut short (part written when the
+// deadline passed), or a timeout on a stream that cannot resume after one
+// (TLS), fails the queue like any failed write: failed is true and the
+// caller closes the connection.
+func (q *writeQueue) tryWrite(frame []byte, timeout time.Duration) (failed bool, err error) {
+	deadline := time.Now().Add(timeout)
+	wake := time.AfterFunc(timeout, func() {
+		q.mu.Lock()
+		q.room.Broadcast()
+		q.mu.Unlock()
+	})
+	defer wake.Stop()
+	q.mu.Lock()
+	for q.err == nil && q.busy && time.Now().Before(deadline) {
+		q.room.Wait() // signalled by release, by fail and by wake
+	}
+	if q.err != nil {
+		err := q.err
+		q.mu.Unlock()
+		return false, err
+	}
+	if q.busy {
+		q.mu.Unlock()
+		return false, fmt.Errorf("%w: %s for %v", ErrWriteBusy, q.nc.RemoteAddr(), timeout)
+	}
+	q.busy = true
+	q.mu.Unlock()
+	_ = q.nc.SetWriteDeadline(deadline)
+	n, werr := q.nc.Write(frame)
+	var ne net.Error
+	if werr != nil && n == 0 && q.vectored && errors.As(werr, &ne) && ne.Timeout() {
+		// Nothing of frame was written: the stream is as it was.
+		q.release(nil)
+		return false, fmt.Errorf("%w: write to %s: the peer took nothing in %v", ErrTimeout, q.nc.RemoteAddr(), timeout)
+	}
+	if werr != nil {
+		werr = fmt.Errorf("%w: write to %s: %w", ErrClosed, q.nc.RemoteAddr(), werr)
+	}
+	return q.release(werr)
 }
 
 // complete records the outcome of the write that carried b's frames and
