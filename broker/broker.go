@@ -263,8 +263,11 @@ func (b *Broker) housekeeping() {
 	}
 }
 
-// onDisconnect unregisters a closed connection's producers and consumers
-// and releases their queue locks. The members left in a consumer's groups
+// onDisconnect unregisters a closed connection's producers and consumers.
+// Their queue locks stay until they expire or are unlocked (RocketMQ's
+// rule; docs/broker.md "Orderly consumption"): a member whose connection
+// dropped may still be working on its queues, and a new owner must not
+// start before it has stopped. The members left in a consumer's groups
 // are told to rebalance, except once Shutdown has begun: Shutdown closes
 // every connection, and telling each remaining member about each one
 // closed is members² writes in the closing goroutines (1,500 consumers of
@@ -274,7 +277,6 @@ func (b *Broker) onDisconnect(c *remoting.Conn) {
 	groups, ids := b.clients.RemoveChannel(c)
 	stopping := b.stopping()
 	for i, g := range groups {
-		b.locks.ReleaseClient(g, ids[i])
 		if stopping {
 			b.log.Debug("consumer disconnected by shutdown", "group", g, "client", ids[i])
 			continue

@@ -61,8 +61,9 @@ func (b *Broker) handleUnregisterClient(ctx context.Context, c *remoting.Conn, r
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad header: %v", err)
 	}
+	// Queue locks stay until UNLOCK_BATCH_MQ or expiry, as in RocketMQ
+	// (a consumer unlocks its queues before it unregisters).
 	for _, g := range b.clients.UnregisterClient(c, h.ProducerGroup, h.ConsumerGroup) {
-		b.locks.ReleaseClient(g, h.ClientID)
 		b.notify.changed(g)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")

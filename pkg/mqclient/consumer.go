@@ -235,6 +235,7 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 	go pc.rebalanceLoop()
 	go pc.commitLoop()
 	if pc.s.ordered {
+		pc.c.rc.OnDisconnect(func(addr string) { go pc.locksLost(addr) })
 		pc.loops.Add(1)
 		go pc.lockLoop()
 	}

@@ -334,6 +334,14 @@ func (c *core) brokerAddr(brokerName string, id int64) (string, error) {
 	return "", fmt.Errorf("%w: %s", ErrBrokerNotFound, brokerName)
 }
 
+// cachedMasterAddr returns the known master address of brokerName.
+func (c *core) cachedMasterAddr(brokerName string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.brokers[brokerName][protocol.MasterID]
+	return a, ok
+}
+
 // masterAddr returns the master of brokerName, refreshing topic's route
 // once when it is unknown.
 func (c *core) masterAddr(ctx context.Context, brokerName, topic string) (string, error) {

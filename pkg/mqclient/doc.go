@@ -77,6 +77,17 @@
 // then unlocks, so no key is handled by two members at once, and the new
 // member starts exactly where the old one stopped.
 //
+// Locks and dropped connections: the broker keeps a queue lock until it
+// expires (60 s after its last renewal) or its holder unlocks it, not when
+// the holder's connection closes (docs/broker.md), and the consumer takes
+// its locks on a broker as lost the moment its connection to that broker
+// closes (the broker may have restarted and forgotten them): it starts no
+// handler on those queues and stops pulling them until it has locked them
+// again, which it tries at once and then with a backoff. Handlers already
+// running finish. So a member cut off from the broker and the member that
+// takes its queues over never handle the same queue at once
+// (TestOrderedConnectionDropNoOverlap).
+//
 // # Batch consumption
 //
 // SubscribeBatch registers a BatchHandler, which gets up to

@@ -604,6 +604,57 @@ func byBroker(qs []Queue) map[string][]Queue {
 	return m
 }
 
+// locksLost handles the close of the connection to broker address addr
+// (ordered consumers): the locks of the queues that broker serves are
+// taken as lost -- the broker may have restarted and forgotten them, or
+// given them to another member -- so no handler starts on those queues
+// (and they are not pulled) until they are locked again. Handlers already
+// running finish. Re-locking is tried at once, then with a backoff of up
+// to one lock interval, after which lockLoop carries on.
+func (pc *PushConsumer) locksLost(addr string) {
+	pc.lockMu.Lock() // a renewal answered before the close must not win over it
+	pc.mu.Lock()
+	var lost []*processQueue
+	for q, pq := range pc.queues {
+		if a, ok := pc.c.cachedMasterAddr(q.BrokerName); ok && a == addr && !pq.isDropped() {
+			lost = append(lost, pq)
+		}
+	}
+	pc.mu.Unlock()
+	for _, pq := range lost {
+		pq.setLocked(false)
+	}
+	pc.lockMu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	pc.s.logger.Info("mqclient: connection to broker closed; its queue locks are taken as lost until renewed",
+		"broker", addr, "queues", len(lost))
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		select {
+		case <-pc.stop:
+			return
+		default:
+		}
+		pc.renewLocks()
+		relocked := true
+		for _, pq := range lost {
+			if !pq.isDropped() && !pq.lockValid() {
+				relocked = false
+			}
+		}
+		if relocked || time.Since(start) > pc.s.lockInterval {
+			return
+		}
+		select {
+		case <-pc.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
 // lockLoop renews the locks of every assigned queue.
 func (pc *PushConsumer) lockLoop() {
 	defer pc.loops.Done()

@@ -26,10 +26,11 @@ type Client struct {
 
 	opaque atomic.Int32 // shared by all connections; first request gets 1
 
-	mu     sync.Mutex
-	conns  map[string]*dialEntry
-	closed bool
-	wg     sync.WaitGroup // reader goroutines; Add under mu while !closed
+	mu           sync.Mutex
+	conns        map[string]*dialEntry
+	closed       bool
+	onDisconnect []func(addr string)
+	wg           sync.WaitGroup // reader goroutines; Add under mu while !closed
 }
 
 // dialEntry is one address's connection, or the dial in progress for it.
@@ -67,6 +68,16 @@ func (cl *Client) Handle(code int16, h Handler) { cl.mux.handle(code, h) }
 
 // HandleFunc registers f for server requests with code.
 func (cl *Client) HandleFunc(code int16, f HandlerFunc) { cl.mux.handle(code, f) }
+
+// OnDisconnect adds a hook run once after a connection the client dialled
+// closes, whoever closed it, with the address it was dialled for (the next
+// call to that address dials again). Hooks run in the closing goroutine:
+// keep them short.
+func (cl *Client) OnDisconnect(f func(addr string)) {
+	cl.mu.Lock()
+	cl.onDisconnect = append(cl.onDisconnect, f)
+	cl.mu.Unlock()
+}
 
 // Conn returns the connection to addr, dialling it if there is none. The
 // dial is bounded by DialTimeout and ctx.
@@ -121,7 +132,11 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 		if cur := cl.conns[addr]; cur != nil && cur.conn == c {
 			delete(cl.conns, addr)
 		}
+		hooks := cl.onDisconnect
 		cl.mu.Unlock()
+		for _, f := range hooks {
+			f(addr)
+		}
 	})
 	go func() {
 		defer cl.wg.Done()

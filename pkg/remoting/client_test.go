@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,4 +243,39 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestClientOnDisconnect: the hook runs once with the dialled address when
+// the server closes the connection, and the next call dials again.
+func TestClientOnDisconnect(t *testing.T) {
+	var server atomic.Pointer[Conn]
+	s := NewServer(ServerOptions{Logger: testLogger()})
+	s.HandleFunc(testCode, func(_ context.Context, c *Conn, req *protocol.Command) *protocol.Command {
+		server.Store(c)
+		return protocol.NewResponse(req, protocol.Success, "")
+	})
+	addr := startServer(t, s)
+	cl := newTestClient(t)
+	gone := make(chan string, 4)
+	cl.OnDisconnect(func(a string) { gone <- a })
+	if _, err := cl.Invoke(ctxTimeout(t, 5*time.Second), addr, request(1)); err != nil {
+		t.Fatal(err)
+	}
+	server.Load().Close()
+	select {
+	case a := <-gone:
+		if a != addr {
+			t.Fatalf("hook got %q, want %q", a, addr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnDisconnect hook not called")
+	}
+	if _, err := cl.Invoke(ctxTimeout(t, 5*time.Second), addr, request(2)); err != nil {
+		t.Fatalf("after the disconnect: %v", err)
+	}
+	select {
+	case a := <-gone:
+		t.Fatalf("hook called again (%q) without a disconnect", a)
+	default:
+	}
 }

@@ -2,7 +2,9 @@
 // consumption (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ): per consumer group and
 // queue, at most one client id holds the lock; a lock not renewed within
 // the lifetime (60 s in RocketMQ) expires and may be taken by another
-// client.
+// client. A lock ends only by UNLOCK_BATCH_MQ or expiry: not when its
+// holder's connection closes or it unregisters (RocketMQ's rule), since a
+// holder cut off from the broker may still be working on the queue.
 package queuelock
 
 import (
@@ -90,17 +92,4 @@ func (t *Table) Holder(group string, q Queue) string {
 		return e.clientID
 	}
 	return ""
-}
-
-// ReleaseClient drops every lock clientID holds in group, e.g. when its
-// connection closes, so another member can take over without waiting for
-// expiry.
-func (t *Table) ReleaseClient(group, clientID string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for q, e := range t.locks[group] {
-		if e.clientID == clientID {
-			delete(t.locks[group], q)
-		}
-	}
 }
