@@ -13,10 +13,11 @@ import (
 // rebalances on its own timer (20 s in RocketMQ clients). So the broker
 // bounds what notifications cost instead of insisting on each:
 //
-//   - Coalescing: the first membership change of a group opens a window
-//     of notifyWindow; changes within it are merged, and when it closes
-//     every member present then is told once. N members joining (or
-//     leaving) in a burst cost about one notification per member, not
+//   - Coalescing: a group's first membership change is notified at once
+//     and opens a window of notifyWindow; changes within it are merged
+//     into one notification when it closes (which opens the next window).
+//     So a lone change costs no delay, and N members joining (or leaving)
+//     in a burst cost about two notifications per member per window, not
 //     N per member.
 //   - No waiting on one member: each notification is written in a
 //     goroutine of its own, bounded by notifyWriteTimeout
@@ -32,27 +33,51 @@ const (
 type notifier struct {
 	b       *Broker
 	mu      sync.Mutex
-	pending map[string]*time.Timer // groups whose window is open
+	windows map[string]*notifyWindowState // groups with an open window
+}
+
+type notifyWindowState struct {
+	timer *time.Timer
+	dirty bool // a change arrived since the window opened
 }
 
 func newNotifier(b *Broker) *notifier {
-	return &notifier{b: b, pending: map[string]*time.Timer{}}
+	return &notifier{b: b, windows: map[string]*notifyWindowState{}}
 }
 
-// changed records a membership change of group: its members are told at
-// the end of the group's current window (opened now if none is open).
+// changed records a membership change of group: its members are told now
+// if no window is open, else when the window closes.
 func (n *notifier) changed(group string) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, open := n.pending[group]; open {
+	if w, open := n.windows[group]; open {
+		w.dirty = true
+		n.mu.Unlock()
 		return
 	}
-	n.pending[group] = time.AfterFunc(notifyWindow, func() {
+	n.open(group)
+	n.mu.Unlock()
+	n.b.notifyConsumerIDsChanged(group)
+}
+
+// open starts a window for group (n.mu held).
+func (n *notifier) open(group string) {
+	w := &notifyWindowState{}
+	w.timer = time.AfterFunc(notifyWindow, func() {
 		n.mu.Lock()
-		delete(n.pending, group)
+		if n.windows[group] != w {
+			n.mu.Unlock()
+			return // stopped
+		}
+		delete(n.windows, group)
+		if !w.dirty {
+			n.mu.Unlock()
+			return
+		}
+		n.open(group) // changes keep coming: one notification per window
 		n.mu.Unlock()
 		n.b.notifyConsumerIDsChanged(group)
 	})
+	n.windows[group] = w
 }
 
 // stop cancels the open windows (Shutdown: the members are about to lose
@@ -60,9 +85,9 @@ func (n *notifier) changed(group string) {
 func (n *notifier) stop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for g, t := range n.pending {
-		t.Stop()
-		delete(n.pending, g)
+	for g, w := range n.windows {
+		w.timer.Stop()
+		delete(n.windows, g)
 	}
 }
 
