@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/tidemq/tide/pkg/remoting"
@@ -83,19 +84,21 @@ func (c *Controller) handleHeartbeat(_ context.Context, _ *remoting.Conn, req *p
 	if err := h.Decode(req.ExtFields); err != nil {
 		return badRequest(req, err)
 	}
+	// Only registered replicas are tracked, so heartbeats with made-up
+	// names cannot grow the table. A node that has not applied a fresh
+	// registration yet refuses one heartbeat; the next one counts.
+	g := c.fsm.group(h.BrokerName)
 	id := h.BrokerID
-	if id == protocol.NoBrokerID { // older brokers: find the id by address
-		if g := c.fsm.group(h.BrokerName); g != nil {
-			for rid, r := range g.Replicas {
-				if r.Addr == h.BrokerAddr {
-					id = rid
-				}
+	if id == protocol.NoBrokerID && g != nil { // older brokers: find the id by address
+		for rid, r := range g.Replicas {
+			if r.Addr == h.BrokerAddr {
+				id = rid
 			}
 		}
-		if id == protocol.NoBrokerID {
-			return protocol.NewResponse(req, protocol.ControllerBrokerNeedToBeRegistered,
-				"heartbeat without brokerId from an unregistered address "+h.BrokerAddr)
-		}
+	}
+	if g == nil || g.Replicas[id] == nil {
+		return protocol.NewResponse(req, protocol.ControllerBrokerNeedToBeRegistered,
+			fmt.Sprintf("heartbeat from %s (%s/%d), which has not applied for a broker id", h.BrokerAddr, h.BrokerName, h.BrokerID))
 	}
 	c.live.heard(h.BrokerName, id, liveInfo{Addr: h.BrokerAddr, Timeout: millis(h.HeartbeatTimeoutMillis),
 		Epoch: h.Epoch, MaxOffset: h.MaxOffset, ConfirmOffset: h.ConfirmOffset, Priority: h.ElectionPriority})
