@@ -66,6 +66,9 @@ func commands() []command {
 		{"consumeMessage", "message", "print messages of a topic without committing offsets", runConsumeMessage},
 		{"dlq", "dlq", "dead letters: dlq list | dlq resend", runDLQ},
 		{"half", "half", "transactional half messages: half list | resume | commit | rollback", runHalf},
+		{"getControllerMetaData", "controller", "each controller node's group, leader and role (-a controllerAddr)", runGetControllerMetaData},
+		{"getSyncStateSet", "controller", "a broker group's master, epochs and replicas in and out of sync", runGetSyncStateSet},
+		{"electMaster", "controller", "make an alive in-sync replica of a broker group its master", runElectMaster},
 	}
 }
 

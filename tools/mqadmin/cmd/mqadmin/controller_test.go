@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/controller"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/controllerclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// startController runs a one-node controller group on loopback with a
+// broker group "b" of two registered, heartbeating replicas, 1 master and
+// both in sync.
+func startController(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.DefaultOptions()
+	o.NodeID, o.DataDir = "n0", t.TempDir()
+	o.Peers = []controller.Peer{{ID: "n0", RaftAddr: rln.Addr().String(), Addr: ln.Addr().String()}}
+	o.Listener, o.RaftListener = ln, rln
+	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+	o.HeartbeatTimeout = time.Minute // one heartbeat keeps the replicas alive for the whole test
+	c, err := controller.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	rc := remoting.NewClient(remoting.ClientOptions{})
+	defer rc.Close()
+	cli := controllerclient.New(rc, []string{c.Addr()})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, id := range []int64{1, 2} {
+		addr := "127.0.0.1:1091" + string(rune('0'+id))
+		if err := cli.ApplyBrokerID(ctx, "c", "b", id, addr+";1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Heartbeat(ctx, &protocol.BrokerHeartbeatRequestHeader{ClusterName: "c", BrokerAddr: addr, BrokerName: "b", BrokerID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := cli.ElectMaster(ctx, &protocol.ElectMasterRequestHeader{BrokerName: "b", BrokerID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AlterSyncStateSet(ctx, "b", 1, 1, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return c.Addr()
+}
+
+func TestControllerCommands(t *testing.T) {
+	addr := startController(t)
+	var h *harness // no NameServer needed
+	if out := h.ok(t, "getControllerMetaData", "-a", addr); !strings.Contains(out, "#IsLeader") || !strings.Contains(out, "true") {
+		t.Fatalf("getControllerMetaData:\n%s", out)
+	}
+	var set map[string]protocol.ReplicasInfo
+	h.okJSON(t, &set, "getSyncStateSet", "-a", addr, "-b", "b")
+	if ri := set["b"]; ri.MasterBrokerID != 1 || ri.MasterEpoch != 1 || len(ri.InSyncReplicas) != 2 || !ri.InSyncReplicas[1].Alive {
+		t.Fatalf("getSyncStateSet: %+v", set)
+	}
+	if out := h.ok(t, "getSyncStateSet", "-a", addr, "-b", "b,nope"); !strings.Contains(out, "127.0.0.1:10912") || !strings.Contains(out, "nope") {
+		t.Fatalf("getSyncStateSet table:\n%s", out)
+	}
+	var eh protocol.ElectMasterResponseHeader
+	h.okJSON(t, &eh, "electMaster", "-a", addr, "-b", "b", "-i", "2")
+	if eh.MasterBrokerID != 2 || eh.MasterEpoch != 2 || eh.MasterAddress != "127.0.0.1:10912" {
+		t.Fatalf("electMaster: %+v", eh)
+	}
+	h.fails(t, 1, "CONTROLLER_ELECT_MASTER_FAILED", "electMaster", "-a", addr, "-b", "b", "-i", "9")
+	h.fails(t, 2, "-i brokerId is required", "electMaster", "-a", addr, "-b", "b")
+	h.fails(t, 2, "-a controllerAddr is required", "getSyncStateSet", "-b", "b")
+}
