@@ -317,9 +317,11 @@ func TestClusterFailover(t *testing.T) {
 
 	// the master stops heartbeating: 2, the only other in-sync replica, takes over
 	b1.stopHeartbeats()
+	stopped := time.Now()
 	h, s := waitMaster(t, b2.cli, "broker 2 elected", func(h *protocol.GetReplicaInfoResponseHeader, _ *protocol.SyncStateSet) bool {
 		return h.MasterBrokerID != 1
 	})
+	t.Logf("master failover: new master seen %v after the last heartbeat (broker timeout %v)", time.Since(stopped), testBrokerTimeout)
 	if h.MasterBrokerID != 2 || h.MasterEpoch != 2 || h.MasterAddress != b2.addr ||
 		!reflect.DeepEqual(s, &protocol.SyncStateSet{SyncStateSet: []int64{2}, SyncStateSetEpoch: 3}) {
 		t.Fatalf("after failover: %+v %+v", h, s)
@@ -344,7 +346,9 @@ func TestClusterFailover(t *testing.T) {
 
 	// the controller leader dies: another takes over with the same state
 	tc.stop(leader)
+	killed := time.Now()
 	newLeader := tc.waitLeader()
+	t.Logf("controller leader failover: new leader ready %v after the old one stopped (raft timeouts %v)", time.Since(killed), testRaftTimeout)
 	if newLeader == leader {
 		t.Fatal("stopped node still leader")
 	}
