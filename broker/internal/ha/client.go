@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -336,11 +337,16 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 	var hdr [headerSize]byte
 	var body []byte
 	unacked := false
-	for {
+	for first := true; ; first = false {
 		if err := nc.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout)); err != nil {
 			return progressed, err
 		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			if first && len(c.opts.Secret) > 0 && !errors.Is(err, os.ErrDeadlineExceeded) {
+				// A master refusing the proof closes without a word: say
+				// what the likely cause is.
+				return progressed, fmt.Errorf("%w: the master closed the connection before streaming (a haAuthSecret other than the master's? its log says why): %v", ErrAuth, err)
+			}
 			return progressed, err
 		}
 		off, size, err := decodeHeader(hdr[:], maxFrameBody)
