@@ -106,7 +106,7 @@ var aclRules = map[int16]accessRule{
 		return []acl.Resource{acl.Topic(r.Topic, acl.Pub)}, false, nil
 	}},
 
-	getBrokerRuntimeInfo: {open: "broker-wide totals (offsets, counts, disk), no topic, group or message data"},
+	protocol.GetBrokerRuntimeInfo: {open: "broker-wide totals (offsets, counts, disk), no topic, group or message data"},
 }
 
 // header adapts a resource function of a typed header: the request's ext

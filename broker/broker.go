@@ -399,7 +399,7 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
 	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata))
 	s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
-	s.HandleFunc(getBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
+	s.HandleFunc(protocol.GetBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
 }
 
 // errorResponse logs a refused request and builds its response.

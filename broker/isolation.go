@@ -59,13 +59,12 @@ func decodeSend(req *protocol.Command) (*protocol.SendMessageRequestHeader, erro
 	return protocol.DecodeSendHeader(req.Code, req.ExtFields)
 }
 
-// recallRequest is the header of TideRecallTimer: handle (required) is
-// the timer's UNIQ_KEY; topic, its topic, binds the recall to it (without
-// a topic the recall is an operator's, in any topic, and admin-only).
-type recallRequest struct {
-	Handle, Topic string
-}
-
-func decodeRecall(req *protocol.Command) recallRequest {
-	return recallRequest{Handle: req.ExtFields["handle"], Topic: req.ExtFields["topic"]}
+// decodeRecall decodes the header of TideRecallTimer: handle is the
+// timer's UNIQ_KEY; topic, its topic, binds the recall to it (without a
+// topic the recall is an operator's, in any topic, and admin-only). An
+// empty handle is not an error here: no timer has it (QUERY_NOT_FOUND).
+func decodeRecall(req *protocol.Command) protocol.RecallTimerRequestHeader {
+	var h protocol.RecallTimerRequestHeader
+	_ = h.Decode(req.ExtFields)
+	return h
 }

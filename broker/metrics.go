@@ -326,9 +326,6 @@ func diskSpace(dir string) (disk, error) {
 	return disk{total: st.Blocks * bs, free: st.Bfree * bs, avail: st.Bavail * bs}, nil
 }
 
-// getBrokerRuntimeInfo is RocketMQ's GET_BROKER_RUNTIME_INFO request code.
-const getBrokerRuntimeInfo int16 = 28
-
 // handleRuntimeInfo serves GET_BROKER_RUNTIME_INFO: a KV table with the
 // keys of RocketMQ's answer that Tide can fill (commit log offsets, disk
 // ratio, boot time, version) plus Tide's own totals and disk sizes, which

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"path/filepath"
@@ -108,7 +107,7 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 
 // handleMetadata serves the master side of the slave metadata sync.
 func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	md := ha.Metadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
+	md := protocol.BrokerMetadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
 	if b.sched != nil {
 		for _, l := range b.sched.Stats() {
 			md.DelayOffsets[strconv.Itoa(l.Level)] = l.Offset
@@ -175,20 +174,18 @@ func (b *Broker) syncMetadata() {
 
 // handleHAStatus serves TideHAStatus: the replication state as JSON.
 func (b *Broker) handleHAStatus(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	st := map[string]any{"brokerName": b.opts.BrokerName, "brokerId": b.opts.BrokerID, "role": b.opts.BrokerRole,
-		"maxPhyOffset": b.store.MaxPhyOffset()}
+	st := protocol.HAStatus{BrokerName: b.opts.BrokerName, BrokerID: b.opts.BrokerID, Role: b.opts.BrokerRole,
+		MaxPhyOffset: b.store.MaxPhyOffset()}
 	if b.haServer != nil {
-		st["server"] = b.haServer.Status()
+		ss := b.haServer.Status()
+		st.Server = &ss
 	}
 	if b.haClient != nil {
-		st["client"] = b.haClient.Status()
-	}
-	data, err := json.Marshal(st)
-	if err != nil {
-		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
+		cs := b.haClient.Status()
+		st.Client = &cs
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = data
+	resp.Body = st.Encode()
 	return resp
 }
 

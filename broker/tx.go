@@ -2,11 +2,9 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/acl"
@@ -143,41 +141,37 @@ func (b *Broker) handleListHalf(ctx context.Context, c *remoting.Conn, req *prot
 		}
 		list = mine
 	}
-	data, err := json.Marshal(list)
-	if err != nil {
-		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
-	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = data
+	resp.Body = protocol.EncodeHalfMessages(list)
 	return resp
 }
 
 func (b *Broker) handleResumeHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	off, err := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
-	if err != nil {
-		return b.errorResponse(c, req, protocol.SystemError, "tranStateTableOffset %q: %v", req.Ext("tranStateTableOffset"), err)
+	var h protocol.HalfActionRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
-	if err := b.tx.Resume(ctx, off, operator(c, req)); err != nil {
+	if err := b.tx.Resume(ctx, h.TranStateTableOffset, operator(c, h.Operator)); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 
 func (b *Broker) handleForceEnd(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	off, err := strconv.ParseInt(req.Ext("tranStateTableOffset"), 10, 64)
-	if err != nil {
-		return b.errorResponse(c, req, protocol.SystemError, "tranStateTableOffset %q: %v", req.Ext("tranStateTableOffset"), err)
+	var h protocol.HalfActionRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
 	var d transaction.Decision
-	switch req.Ext("commitOrRollback") {
-	case "8":
+	switch h.CommitOrRollback {
+	case protocol.SysFlagTxCommit:
 		d = transaction.Commit
-	case "12":
+	case protocol.SysFlagTxRollback:
 		d = transaction.Rollback
 	default:
 		return b.errorResponse(c, req, protocol.SystemError, "commitOrRollback must be 8 (commit) or 12 (rollback), got %q", req.Ext("commitOrRollback"))
 	}
-	out, err := b.tx.Force(ctx, off, d, operator(c, req))
+	out, err := b.tx.Force(ctx, h.TranStateTableOffset, d, operator(c, h.Operator))
 	if err != nil {
 		code := protocol.SystemError
 		if errors.Is(err, transaction.ErrNotFound) {
@@ -192,9 +186,10 @@ func (b *Broker) handleForceEnd(ctx context.Context, c *remoting.Conn, req *prot
 	return resp
 }
 
-// operator names who asked for an admin action, for the audit log.
-func operator(c *remoting.Conn, req *protocol.Command) string {
-	if op := req.Ext("operator"); op != "" {
+// operator names who asked for an admin action, for the audit log: the
+// operator the request names (if any) at the caller's address.
+func operator(c *remoting.Conn, op string) string {
+	if op != "" {
 		return op + "@" + c.RemoteAddr().String()
 	}
 	return c.RemoteAddr().String()
@@ -212,7 +207,7 @@ func (b *Broker) handleRecallTimer(ctx context.Context, c *remoting.Conn, req *p
 	err := b.timers.Recall(ctx, r.Topic, handle)
 	switch {
 	case err == nil:
-		b.log.Info("timer recalled", "handle", handle, "by", operator(c, req))
+		b.log.Info("timer recalled", "handle", handle, "by", operator(c, req.Ext("operator")))
 		return protocol.NewResponse(req, protocol.Success, "")
 	case errors.Is(err, timer.ErrAlreadyDelivered):
 		return b.errorResponse(c, req, protocol.TideAlreadyDelivered, "timer %s already delivered", handle)

@@ -18,8 +18,8 @@ import (
 
 // Name prefixes of the per-group system topics.
 const (
-	RetryTopicPrefix = "%RETRY%"
-	DLQTopicPrefix   = "%DLQ%"
+	RetryTopicPrefix = protocol.RetryTopicPrefix
+	DLQTopicPrefix   = protocol.DLQTopicPrefix
 )
 
 // PushConsumer receives the messages of its subscriptions and hands them

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // ErrConfig wraps every problem found in an ACL file.
@@ -15,7 +17,7 @@ var ErrConfig = errors.New("acl: invalid configuration")
 // RetryPrefix is the prefix of retry topics. Group permissions are kept
 // under the group's retry topic name, as RocketMQ does, so that a send to
 // %RETRY%group is checked as a group access.
-const RetryPrefix = "%RETRY%"
+const RetryPrefix = protocol.RetryTopicPrefix
 
 // minKeyLen is RocketMQ's minimum length of accessKey and secretKey.
 const minKeyLen = 6

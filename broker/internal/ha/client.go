@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/store"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // ClientOptions configure the slave side.
@@ -186,16 +187,9 @@ func (c *Client) MasterAddress() string {
 	return c.addr
 }
 
-// ClientStatus is the slave's view of replication.
-type ClientStatus struct {
-	MasterAddr     string    `json:"masterAddr"`
-	Connected      bool      `json:"connected"`
-	ConnectedSince time.Time `json:"connectedSince"` // zero when not connected
-	MaxOffset      int64     `json:"maxOffset"`      // own commit log end
-	LastReport     time.Time `json:"lastAck"`        // last offset report (ack) sent to the master
-	LastReceive    time.Time `json:"lastReceive"`    // last transfer or heartbeat received
-	Sessions       int64     `json:"sessions"`       // connections established so far
-}
+// ClientStatus is the slave's view of replication (the wire type of
+// Tide's HA status request).
+type ClientStatus = protocol.HAClientStatus
 
 // Status returns a snapshot.
 func (c *Client) Status() ClientStatus {

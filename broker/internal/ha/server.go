@@ -274,27 +274,13 @@ func (s *Server) WaitSlaveAck(ctx context.Context, offset int64) error {
 	return w.err
 }
 
-// SlaveStatus describes one connected slave.
-type SlaveStatus struct {
-	Addr           string    `json:"addr"`           // the slave's remote address
-	ConnectedSince time.Time `json:"connectedSince"` // when its connection was accepted
-	Ready          bool      `json:"ready"`          // it reported its offset and is being streamed
-	AckedOffset    int64     `json:"ackedOffset"`    // end of what it confirmed to have
-	SentOffset     int64     `json:"sentOffset"`     // end of what was sent to it
-	LastAck        time.Time `json:"lastAck"`        // its last report
-	LagBytes       int64     `json:"lagBytes"`       // master max offset - acked
-	// LagTime is how long the oldest message it lacks has been stored on
-	// the master (0 when caught up).
-	LagTime time.Duration `json:"lagTimeNs"`
-}
-
-// ServerStatus is the master's view of replication.
-type ServerStatus struct {
-	Addr      string        `json:"addr"`      // HA listen address
-	MaxOffset int64         `json:"maxOffset"` // master commit log end
-	Acked     int64         `json:"acked"`     // highest offset any slave acked
-	Slaves    []SlaveStatus `json:"slaves"`
-}
+// SlaveStatus describes one connected slave; ServerStatus is the master's
+// view of replication. Both are the wire types of Tide's HA status
+// request.
+type (
+	SlaveStatus  = protocol.HASlaveStatus
+	ServerStatus = protocol.HAServerStatus
+)
 
 // Status returns a snapshot of every slave connection.
 func (s *Server) Status() ServerStatus {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // Flush disk types (flushDiskType).
@@ -19,17 +21,16 @@ const (
 
 // ScheduleTopic is the topic delayed messages wait in; its consume-queue
 // tags codes are delivery timestamps.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+const ScheduleTopic = protocol.ScheduleTopic
 
 // TimerTopic is the topic arbitrary-time (timer) messages wait in (the
 // broker's timer package); its consume-queue tags code is the delivery
-// time in Unix ms taken from the PropTimerOutMS property. Same name as
-// topic.TimerTopic.
-const TimerTopic = "rmq_sys_wheel_timer"
+// time in Unix ms taken from the PropTimerOutMS property.
+const TimerTopic = protocol.TimerTopic
 
 // PropTimerOutMS is the property holding a timer message's absolute
 // delivery time (Unix ms, decimal), RocketMQ 5's TIMER_OUT_MS.
-const PropTimerOutMS = "TIMER_OUT_MS"
+const PropTimerOutMS = protocol.PropTimerOutMS
 
 // Config holds the store settings under RocketMQ's broker.conf key names
 // (the conf tag). Durations keep RocketMQ's units: milliseconds unless the

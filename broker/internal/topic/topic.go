@@ -20,21 +20,21 @@ import (
 
 // System topic names.
 const (
-	AutoCreateTemplate = "TBW102"
-	SelfTest           = "SELF_TEST_TOPIC"
-	Benchmark          = "BenchmarkTest"
-	OffsetMovedEvent   = "OFFSET_MOVED_EVENT"
-	Schedule           = "SCHEDULE_TOPIC_XXXX"
-	TransHalf          = "RMQ_SYS_TRANS_HALF_TOPIC"
-	TransOpHalf        = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	TransCheckMaxTime  = "TRANS_CHECK_MAX_TIME_TOPIC"
-	Trace              = "RMQ_SYS_TRACE_TOPIC"
-	RetryPrefix        = "%RETRY%"
-	DLQPrefix          = "%DLQ%"
-	ReplySuffix        = "_REPLY_TOPIC"
+	AutoCreateTemplate = protocol.DefaultTopicTemplate
+	SelfTest           = protocol.SelfTestTopic
+	Benchmark          = protocol.BenchmarkTopic
+	OffsetMovedEvent   = protocol.OffsetMovedEventTopic
+	Schedule           = protocol.ScheduleTopic
+	TransHalf          = protocol.TransHalfTopic
+	TransOpHalf        = protocol.TransOpHalfTopic
+	TransCheckMaxTime  = protocol.TransCheckMaxTimeTopic
+	Trace              = protocol.TraceTopic
+	RetryPrefix        = protocol.RetryTopicPrefix
+	DLQPrefix          = protocol.DLQTopicPrefix
+	ReplySuffix        = protocol.ReplyTopicSuffix
 	// TimerTopic parks messages with an arbitrary delivery time (Tide's
 	// timing wheel); like SCHEDULE_TOPIC_XXXX it is never sent to directly.
-	TimerTopic = "rmq_sys_wheel_timer"
+	TimerTopic = protocol.TimerTopic
 )
 
 // MaxNameLength is the longest topic name (its length field is one byte).

@@ -55,9 +55,9 @@ import (
 
 // Topics of the transaction machinery.
 const (
-	HalfTopic        = "RMQ_SYS_TRANS_HALF_TOPIC"
-	OpTopic          = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	CheckMaxTopic    = "TRANS_CHECK_MAX_TIME_TOPIC"
+	HalfTopic        = protocol.TransHalfTopic
+	OpTopic          = protocol.TransOpHalfTopic
+	CheckMaxTopic    = protocol.TransCheckMaxTimeTopic
 	opTag            = "d"
 	propDecision     = "TIDE_TX_DECISION"
 	propCommitTopic  = "TIDE_TX_COMMIT_TOPIC"
@@ -144,19 +144,6 @@ type pending struct {
 	nextCheck   time.Time
 	misses      int // rounds without a live producer
 	parked      bool
-}
-
-// HalfInfo describes a pending or parked half message (admin view).
-type HalfInfo struct {
-	QueueOffset     int64     `json:"queueOffset"`
-	CommitLogOffset int64     `json:"commitLogOffset"`
-	ProducerGroup   string    `json:"producerGroup"`
-	Topic           string    `json:"topic"`
-	MsgID           string    `json:"msgId"`
-	StoreTime       time.Time `json:"storeTime"`
-	Checks          int       `json:"checks"`
-	NextCheck       time.Time `json:"nextCheck"`
-	Parked          bool      `json:"parked"`
 }
 
 // Stats are counters for metrics.
@@ -531,7 +518,7 @@ func (s *Service) ensureCommitted(halfQueueOffset int64, commitTopic string) err
 	}
 	topics := []string{commitTopic}
 	if commitTopic == "" {
-		topics = []string{half.Property(protocol.PropRealTopic), store.ScheduleTopic, store.TimerTopic}
+		topics = []string{half.Property(protocol.PropRealTopic), protocol.ScheduleTopic, protocol.TimerTopic}
 	}
 	for _, topic := range topics {
 		res := s.o.Store.QueryMessages(topic, key, 32, half.StoreTimestamp-1, math.MaxInt64)
@@ -747,7 +734,7 @@ func (s *Service) Force(ctx context.Context, halfQueueOffset int64, d Decision, 
 }
 
 // List returns the pending and parked half messages, oldest first.
-func (s *Service) List() []HalfInfo {
+func (s *Service) List() []protocol.HalfMessage {
 	s.mu.Lock()
 	ps := make([]*pending, 0, len(s.pend))
 	for _, p := range s.pend {
@@ -755,9 +742,9 @@ func (s *Service) List() []HalfInfo {
 	}
 	s.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool { return ps[i].queueOffset < ps[j].queueOffset })
-	out := make([]HalfInfo, 0, len(ps))
+	out := make([]protocol.HalfMessage, 0, len(ps))
 	for _, p := range ps {
-		info := HalfInfo{QueueOffset: p.queueOffset, CommitLogOffset: p.phyOffset, ProducerGroup: p.group, MsgID: p.uniqKey,
+		info := protocol.HalfMessage{QueueOffset: p.queueOffset, CommitLogOffset: p.phyOffset, ProducerGroup: p.group, MsgID: p.uniqKey,
 			StoreTime: p.storeTime, Checks: p.checks, NextCheck: p.nextCheck, Parked: p.parked}
 		if m, err := s.o.Store.LookMessage(p.phyOffset); err == nil {
 			info.Topic = m.Property(protocol.PropRealTopic)

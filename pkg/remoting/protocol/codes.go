@@ -14,6 +14,7 @@ const (
 	GetTopicNameList              int16 = 23
 	UpdateBrokerConfig            int16 = 25
 	GetBrokerConfig               int16 = 26
+	GetBrokerRuntimeInfo          int16 = 28 // body: KVTable of the broker's runtime figures
 	SearchOffsetByTimestamp       int16 = 29
 	GetMaxOffset                  int16 = 30
 	GetMinOffset                  int16 = 31
@@ -63,37 +64,6 @@ const (
 	SendReplyMessage              int16 = 324
 	SendReplyMessageV2            int16 = 325
 	PushReplyMessageToClient      int16 = 326
-)
-
-// Tide extension request codes, for operations RocketMQ 4.x has no request
-// for (used by mqadmin and the console). They live far above RocketMQ's
-// range; a RocketMQ broker answers them REQUEST_CODE_NOT_SUPPORTED.
-const (
-	// TideListHalfMessages: body = JSON array of the pending and parked half
-	// messages.
-	TideListHalfMessages int16 = 10001
-	// TideResumeHalfCheck: ext tranStateTableOffset; restarts checks of a
-	// parked half message.
-	TideResumeHalfCheck int16 = 10002
-	// TideForceEndTransaction: ext tranStateTableOffset, commitOrRollback (8
-	// or 12), operator; decides a pending or parked half message.
-	TideForceEndTransaction int16 = 10003
-	// TideRecallTimer: ext handle (the UNIQ_KEY of a timer message); the
-	// timer never fires after SUCCESS.
-	TideRecallTimer int16 = 10004
-	// TideGetMetadata: a slave asks its master for topics, consumer
-	// offsets, subscription groups and delay progress (JSON body).
-	TideGetMetadata int16 = 10005
-	// TideHAStatus: the broker's replication state (JSON body: role, max
-	// offset, per-slave acked offset and lag in bytes and time).
-	TideHAStatus int16 = 10006
-)
-
-// Tide extension response codes.
-const (
-	// TideAlreadyDelivered answers TideRecallTimer for a timer that fired
-	// before the recall.
-	TideAlreadyDelivered int16 = 10101
 )
 
 // Response codes (RocketMQ ResponseCode).
