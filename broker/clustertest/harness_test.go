@@ -5,7 +5,6 @@ package clustertest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -308,33 +307,16 @@ func (c *cluster) route(ns, topic string) (*protocol.TopicRouteData, error) {
 }
 
 // haStatus returns a broker's TideHAStatus.
-type haStatus struct {
-	BrokerName   string `json:"brokerName"`
-	Role         string `json:"role"`
-	MaxPhyOffset int64  `json:"maxPhyOffset"`
-	Server       *struct {
-		MaxOffset int64 `json:"maxOffset"`
-		Acked     int64 `json:"acked"`
-		Slaves    []struct {
-			Ready       bool  `json:"ready"`
-			AckedOffset int64 `json:"ackedOffset"`
-		} `json:"slaves"`
-	} `json:"server"`
-	Client *struct {
-		Connected bool  `json:"connected"`
-		MaxOffset int64 `json:"maxOffset"`
-		Sessions  int64 `json:"sessions"`
-	} `json:"client"`
-}
-
-func (c *cluster) haStatus(addr string) (haStatus, error) {
-	var st haStatus
+func (c *cluster) haStatus(addr string) (protocol.HAStatus, error) {
 	resp, err := c.invoke(addr, protocol.NewRequest(protocol.TideHAStatus, nil, nil))
 	if err != nil {
-		return st, err
+		return protocol.HAStatus{}, err
 	}
-	err = json.Unmarshal(resp.Body, &st)
-	return st, err
+	st, err := protocol.DecodeHAStatus(resp.Body)
+	if err != nil {
+		return protocol.HAStatus{}, err
+	}
+	return *st, nil
 }
 
 // waitSlave waits until master streams to a slave past the handshake and

@@ -55,6 +55,9 @@ func (a *Admin) Shutdown(ctx context.Context) error {
 type TopicConfig struct {
 	// Queues is the read and write queue count per broker. Default 8.
 	Queues int
+	// ReadQueues and WriteQueues, when positive, set the two counts apart
+	// (they override Queues).
+	ReadQueues, WriteQueues int
 	// Perm is the permission (protocol.PermRead|PermWrite by default).
 	Perm int32
 	// Order marks the topic as ordered (informational for RocketMQ).
@@ -64,6 +67,29 @@ type TopicConfig struct {
 	Cluster string
 	// BrokerAddrs, when set, lists the brokers to create it on instead.
 	BrokerAddrs []string
+}
+
+// header returns the UPDATE_AND_CREATE_TOPIC header of topic, with the
+// defaults filled in.
+func (cfg TopicConfig) header(topic string) *protocol.CreateTopicRequestHeader {
+	queues := cfg.Queues
+	if queues <= 0 {
+		queues = 8
+	}
+	read, write := cfg.ReadQueues, cfg.WriteQueues
+	if read <= 0 {
+		read = queues
+	}
+	if write <= 0 {
+		write = queues
+	}
+	perm := cfg.Perm
+	if perm == 0 {
+		perm = protocol.PermRead | protocol.PermWrite
+	}
+	return &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: protocol.DefaultTopicTemplate,
+		ReadQueueNums: int32(read), WriteQueueNums: int32(write), Perm: perm,
+		TopicFilterType: protocol.TopicFilterSingleTag, Order: cfg.Order}
 }
 
 // ClusterInfo returns the brokers the NameServers know, by cluster.
@@ -106,12 +132,6 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, cfg TopicConfig) 
 	if err := validTopic(topic); err != nil {
 		return err
 	}
-	if cfg.Queues <= 0 {
-		cfg.Queues = 8
-	}
-	if cfg.Perm == 0 {
-		cfg.Perm = protocol.PermRead | protocol.PermWrite
-	}
 	addrs := cfg.BrokerAddrs
 	if len(addrs) == 0 {
 		var err error
@@ -119,16 +139,9 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string, cfg TopicConfig) 
 			return err
 		}
 	}
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: protocol.DefaultTopicTemplate,
-		ReadQueueNums: int32(cfg.Queues), WriteQueueNums: int32(cfg.Queues), Perm: cfg.Perm,
-		TopicFilterType: protocol.TopicFilterSingleTag, Order: cfg.Order}
 	var errs []error
 	for _, addr := range addrs {
-		resp, err := a.c.invoke(ctx, addr, protocol.NewRequest(protocol.UpdateAndCreateTopic, h.Encode(), nil), a.s.requestTimeout)
-		if err == nil {
-			err = resp.Err()
-		}
-		if err != nil {
+		if err := a.CreateTopicOn(ctx, addr, topic, cfg); err != nil {
 			errs = append(errs, fmt.Errorf("create topic %s on %s: %w", topic, addr, err))
 		}
 	}
@@ -240,18 +253,11 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]Qu
 		if err := mo.Decode(resp.ExtFields); err != nil {
 			return nil, fmt.Errorf("mqclient: max offset of %s: %w", q, err)
 		}
-		ch := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: q.Topic, QueueID: q.QueueID}
-		resp, err = a.c.invoke(ctx, addr, protocol.NewRequest(protocol.QueryConsumerOffset, ch.Encode(), nil), a.s.requestTimeout)
+		co, err := a.CommittedOffset(ctx, addr, group, q)
 		if err != nil {
 			return nil, err
 		}
-		p := QueueProgress{Queue: q, BrokerOffset: mo.Offset, ConsumerOffset: -1}
-		if resp.Code == protocol.Success {
-			var co protocol.OffsetResponseHeader
-			if err := co.Decode(resp.ExtFields); err == nil {
-				p.ConsumerOffset = co.Offset
-			}
-		}
+		p := QueueProgress{Queue: q, BrokerOffset: mo.Offset, ConsumerOffset: co}
 		p.Lag = p.BrokerOffset - max(p.ConsumerOffset, 0)
 		out = append(out, p)
 	}
@@ -381,8 +387,9 @@ func (a *Admin) TopicRoute(ctx context.Context, topic string) (*protocol.TopicRo
 }
 
 // Invoke sends req to the broker or NameServer at addr and returns its
-// answer, for admin requests this client has no method for (topic and
-// consume stats, Tide's extension codes). The response code is not
+// answer, for admin requests this client has no method for (the typed
+// ones are in admin_broker.go: half messages, replication status, timer
+// recall, offsets, topic and consume stats, connections). The response code is not
 // checked (use resp.Err()), except REQUEST_CODE_NOT_SUPPORTED, which
 // returns an error wrapping ErrNotSupported. The call is bounded by
 // WithRequestTimeout and ctx.

@@ -12,9 +12,6 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// getBrokerRuntimeInfo is RocketMQ's GET_BROKER_RUNTIME_INFO request code.
-const getBrokerRuntimeInfo int16 = 28
-
 // Broker is one broker process as the NameServers know it.
 type Broker struct {
 	Cluster    string `json:"cluster"`
@@ -117,56 +114,21 @@ func (s *Server) masters(ctx context.Context) (map[string]string, error) {
 	return m, nil
 }
 
-// invoke sends req to addr and checks the response code.
-func (s *Server) invoke(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error) {
-	resp, err := s.admin.Invoke(ctx, addr, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := resp.Err(); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
 // runtimeInfo asks addr for GET_BROKER_RUNTIME_INFO and records its totals
 // with the sampler. A broker without the code answers an error.
 func (s *Server) runtimeInfo(ctx context.Context, addr string) (map[string]string, error) {
-	resp, err := s.invoke(ctx, addr, protocol.NewRequest(getBrokerRuntimeInfo, nil, nil))
-	if err != nil {
-		return nil, err
-	}
-	kv, err := protocol.DecodeKVTable(resp.Body)
+	info, err := s.admin.RuntimeInfo(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	if v, err := strconv.ParseFloat(kv.Table["msgPutTotal"], 64); err == nil {
+	if v, err := strconv.ParseFloat(info["msgPutTotal"], 64); err == nil {
 		s.rates.observe("put:"+addr, v, now)
 	}
-	if v, err := strconv.ParseFloat(kv.Table["msgGetTotal"], 64); err == nil {
+	if v, err := strconv.ParseFloat(info["msgGetTotal"], 64); err == nil {
 		s.rates.observe("get:"+addr, v, now)
 	}
-	return kv.Table, nil
-}
-
-// haStatus is the body of TideHAStatus (10006).
-type haStatus struct {
-	Role         string `json:"role"`
-	MaxPhyOffset int64  `json:"maxPhyOffset"`
-	Server       *struct {
-		Slaves []struct {
-			Addr        string        `json:"addr"`
-			Ready       bool          `json:"ready"`
-			AckedOffset int64         `json:"ackedOffset"`
-			LagBytes    int64         `json:"lagBytes"`
-			LagTime     time.Duration `json:"lagTimeNs"`
-		} `json:"slaves"`
-	} `json:"server,omitempty"`
-	Client *struct {
-		MasterAddr string `json:"masterAddr"`
-		Connected  bool   `json:"connected"`
-	} `json:"client,omitempty"`
+	return info, nil
 }
 
 func (s *Server) cluster(ctx context.Context) (*ClusterView, error) {
@@ -183,13 +145,8 @@ func (s *Server) cluster(ctx context.Context) (*ClusterView, error) {
 
 func (s *Server) brokerStatus(ctx context.Context, b Broker) BrokerStatus {
 	st := BrokerStatus{Broker: b}
-	resp, err := s.invoke(ctx, b.Addr, protocol.NewRequest(protocol.TideHAStatus, nil, nil))
+	ha, err := s.admin.HAStatus(ctx, b.Addr)
 	if err != nil {
-		st.Error = "replication status: " + err.Error()
-		return st
-	}
-	var ha haStatus
-	if err := json.Unmarshal(resp.Body, &ha); err != nil {
 		st.Error = "replication status: " + err.Error()
 		return st
 	}
@@ -250,12 +207,13 @@ type TopicSummary struct {
 
 func topicKind(t string) string {
 	switch {
-	case strings.HasPrefix(t, "%RETRY%"):
+	case strings.HasPrefix(t, protocol.RetryTopicPrefix):
 		return "retry"
-	case strings.HasPrefix(t, "%DLQ%"):
+	case strings.HasPrefix(t, protocol.DLQTopicPrefix):
 		return "dlq"
-	case t == "TBW102" || t == "BenchmarkTest" || strings.HasSuffix(t, "_REPLY_TOPIC") || t == "SCHEDULE_TOPIC_XXXX" || t == "RMQ_SYS_TRANS_HALF_TOPIC" || t == "RMQ_SYS_TRANS_OP_HALF_TOPIC" ||
-		t == "OFFSET_MOVED_EVENT" || t == "SELF_TEST_TOPIC" || strings.HasPrefix(t, "rmq_sys_") || strings.HasPrefix(t, "RMQ_SYS_") ||
+	case t == protocol.DefaultTopicTemplate || t == protocol.BenchmarkTopic || strings.HasSuffix(t, protocol.ReplyTopicSuffix) ||
+		t == protocol.ScheduleTopic || t == protocol.TransHalfTopic || t == protocol.TransOpHalfTopic ||
+		t == protocol.OffsetMovedEventTopic || t == protocol.SelfTestTopic || strings.HasPrefix(t, "rmq_sys_") || strings.HasPrefix(t, "RMQ_SYS_") ||
 		strings.HasPrefix(t, "TIDE_"):
 		return "system"
 	}
@@ -270,17 +228,12 @@ func (s *Server) topicQueues(ctx context.Context, topic string) ([]QueueStat, er
 		return nil, err
 	}
 	var out []QueueStat
-	h := protocol.TopicHeader{Topic: topic}
 	for _, bd := range r.BrokerDatas {
 		addr, ok := bd.BrokerAddrs[protocol.MasterID]
 		if !ok {
 			continue
 		}
-		resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.GetTopicStatsInfo, h.Encode(), nil))
-		if err != nil {
-			return nil, fmt.Errorf("topic stats of %s on %s: %w", topic, bd.BrokerName, err)
-		}
-		st, err := protocol.DecodeTopicStatsTable(resp.Body)
+		st, err := s.admin.TopicStats(ctx, addr, topic)
 		if err != nil {
 			return nil, fmt.Errorf("topic stats of %s on %s: %w", topic, bd.BrokerName, err)
 		}
@@ -438,17 +391,12 @@ func (s *Server) consumedBy(ctx context.Context, topic string) ([]string, error)
 	}
 	seen := map[string]bool{}
 	var out []string
-	h := protocol.TopicHeader{Topic: topic}
 	for _, addr := range ms {
-		resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.QueryTopicConsumeByWho, h.Encode(), nil))
+		gl, err := s.admin.ConsumedBy(ctx, addr, topic)
 		if err != nil {
 			return nil, fmt.Errorf("groups of %s on %s: %w", topic, addr, err)
 		}
-		var gl protocol.GroupList
-		if err := json.Unmarshal(resp.Body, &gl); err != nil {
-			return nil, fmt.Errorf("groups of %s on %s: %w", topic, addr, err)
-		}
-		for _, g := range gl.GroupList {
+		for _, g := range gl {
 			if !seen[g] && g != "TOOLS_CONSUMER" {
 				seen[g] = true
 				out = append(out, g)

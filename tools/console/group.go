@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -30,13 +31,8 @@ func (s *Server) consumeStats(ctx context.Context, group, topic string) ([]Queue
 		return nil, err
 	}
 	out := []QueueLag{}
-	h := protocol.GetConsumeStatsRequestHeader{ConsumerGroup: group, Topic: topic}
 	for name, addr := range ms {
-		resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.GetConsumeStats, h.Encode(), nil))
-		if err != nil {
-			return nil, fmt.Errorf("consume stats of %s on %s: %w", group, name, err)
-		}
-		st, err := protocol.DecodeConsumeStats(resp.Body)
+		st, err := s.admin.ConsumeStats(ctx, addr, group, topic)
 		if err != nil {
 			return nil, fmt.Errorf("consume stats of %s on %s: %w", group, name, err)
 		}
@@ -76,21 +72,13 @@ func (s *Server) members(ctx context.Context, group string) (*Members, error) {
 	}
 	v := &Members{Connections: []protocol.Connection{}, Subscriptions: []protocol.SubscriptionData{}}
 	seenClient, seenTopic := map[string]bool{}, map[string]bool{}
-	h := protocol.ConsumerGroupHeader{ConsumerGroup: group}
 	for name, addr := range ms {
-		resp, err := s.admin.Invoke(ctx, addr, protocol.NewRequest(protocol.GetConsumerConnectionList, h.Encode(), nil))
+		cc, err := s.admin.ConsumerConnections(ctx, addr, group)
 		if err != nil {
 			return nil, fmt.Errorf("connections of %s on %s: %w", group, name, err)
 		}
-		if resp.Code == protocol.ConsumerNotOnline {
+		if cc == nil {
 			continue
-		}
-		if err := resp.Err(); err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, name, err)
-		}
-		cc, err := protocol.DecodeConsumerConnection(resp.Body)
-		if err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, name, err)
 		}
 		v.Online = true
 		v.ConsumeType, v.MessageModel, v.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
@@ -145,11 +133,7 @@ func (s *Server) groups(ctx context.Context, all bool) (*GroupsView, error) {
 	}
 	names := map[string]bool{}
 	for name, addr := range ms {
-		resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
-		if err != nil {
-			return nil, fmt.Errorf("groups on %s: %w", name, err)
-		}
-		w, err := protocol.DecodeSubscriptionGroupWrapper(resp.Body)
+		w, err := s.admin.SubscriptionGroups(ctx, addr)
 		if err != nil {
 			return nil, fmt.Errorf("groups on %s: %w", name, err)
 		}
@@ -160,7 +144,7 @@ func (s *Server) groups(ctx context.Context, all bool) (*GroupsView, error) {
 	topics, _ := s.admin.Topics(ctx)
 	dlq := map[string]bool{}
 	for _, t := range topics {
-		if g, ok := strings.CutPrefix(t, "%DLQ%"); ok {
+		if g, ok := strings.CutPrefix(t, protocol.DLQTopicPrefix); ok {
 			dlq[g] = true
 		}
 	}
@@ -233,7 +217,7 @@ func (s *Server) group(ctx context.Context, group string) (*GroupView, error) {
 		}
 		return v.Topics[i] < v.Topics[j]
 	})
-	if dq, err := s.topicQueues(ctx, "%DLQ%"+group); err == nil {
+	if dq, err := s.topicQueues(ctx, protocol.DLQTopic(group)); err == nil {
 		for _, q := range dq {
 			v.DLQ += q.MaxOffset - q.MinOffset
 		}
@@ -299,29 +283,10 @@ func (s *Server) resetOffset(ctx context.Context, group, topic string, at time.T
 }
 
 func (s *Server) resetQueue(ctx context.Context, addr, group, topic string, qid int32, at time.Time) ResetRow {
-	row := ResetRow{QueueID: qid, OldOffset: -1, NewOffset: -1}
-	qh := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid}
-	if resp, err := s.admin.Invoke(ctx, addr, protocol.NewRequest(protocol.QueryConsumerOffset, qh.Encode(), nil)); err == nil && resp.Code == protocol.Success {
-		var oh protocol.OffsetResponseHeader
-		if oh.Decode(resp.ExtFields) == nil {
-			row.OldOffset = oh.Offset
-		}
-	}
-	sh := protocol.SearchOffsetRequestHeader{Topic: topic, QueueID: qid, Timestamp: at.UnixMilli()}
-	resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.SearchOffsetByTimestamp, sh.Encode(), nil))
+	r, err := s.admin.ResetOffset(ctx, addr, group, mqclient.Queue{Topic: topic, QueueID: qid}, at, false)
+	row := ResetRow{QueueID: qid, OldOffset: r.OldOffset, NewOffset: r.NewOffset}
 	if err != nil {
-		row.Error = "search offset: " + err.Error()
-		return row
-	}
-	var oh protocol.OffsetResponseHeader
-	if err := oh.Decode(resp.ExtFields); err != nil {
-		row.Error = "search offset: " + err.Error()
-		return row
-	}
-	row.NewOffset = oh.Offset
-	uh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid, CommitOffset: oh.Offset}
-	if _, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.UpdateConsumerOffset, uh.Encode(), nil)); err != nil {
-		row.Error = "update offset: " + err.Error()
+		row.Error = err.Error()
 	}
 	return row
 }

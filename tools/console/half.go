@@ -2,28 +2,18 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// HalfMessage is a pending transactional half message on a broker (Tide
-// code 10001).
+// HalfMessage is a pending transactional half message on a broker (the
+// broker's address and its entry of Tide's half message list).
 type HalfMessage struct {
-	Broker          string    `json:"broker"`
-	QueueOffset     int64     `json:"queueOffset"`
-	CommitLogOffset int64     `json:"commitLogOffset"`
-	ProducerGroup   string    `json:"producerGroup"`
-	Topic           string    `json:"topic"`
-	MsgID           string    `json:"msgId"`
-	StoreTime       time.Time `json:"storeTime"`
-	Checks          int       `json:"checks"`
-	NextCheck       time.Time `json:"nextCheck"`
-	Parked          bool      `json:"parked"`
+	Broker string `json:"broker"`
+	protocol.HalfMessage
 }
 
 // Age is how long the half message has waited.
@@ -43,19 +33,13 @@ func (s *Server) halfMessages(ctx context.Context) (*HalfView, error) {
 	}
 	v := &HalfView{Messages: []HalfMessage{}}
 	for name, addr := range ms {
-		resp, err := s.invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
+		hs, err := s.admin.HalfMessages(ctx, addr)
 		if err != nil {
 			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s): %v", name, addr, err))
 			continue
 		}
-		var hs []HalfMessage
-		if err := json.Unmarshal(resp.Body, &hs); err != nil {
-			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s): bad body: %v", name, addr, err))
-			continue
-		}
 		for _, h := range hs {
-			h.Broker = addr
-			v.Messages = append(v.Messages, h)
+			v.Messages = append(v.Messages, HalfMessage{Broker: addr, HalfMessage: h})
 		}
 	}
 	sort.Slice(v.Messages, func(i, j int) bool {
@@ -83,26 +67,22 @@ func (s *Server) halfAction(ctx context.Context, broker, action string, offset i
 	if !known {
 		return "", fmt.Errorf("%w: %s is not a master of the cluster", ErrBadRequest, broker)
 	}
-	ext := map[string]string{"tranStateTableOffset": strconv.FormatInt(offset, 10), "operator": operator}
-	code := protocol.TideForceEndTransaction
+	var remark string
 	switch action {
 	case "resume":
-		code = protocol.TideResumeHalfCheck
-	case "commit":
-		ext["commitOrRollback"] = strconv.Itoa(int(protocol.SysFlagTxCommit))
-	case "rollback":
-		ext["commitOrRollback"] = strconv.Itoa(int(protocol.SysFlagTxRollback))
+		remark, err = s.admin.ResumeHalfCheck(ctx, broker, offset, operator)
+	case "commit", "rollback":
+		remark, err = s.admin.EndHalfMessage(ctx, broker, offset, action == "commit", operator)
 	default:
 		return "", fmt.Errorf("%w: unknown action %q (resume, commit, rollback)", ErrBadRequest, action)
 	}
-	resp, err := s.invoke(ctx, broker, protocol.NewRequest(code, ext, nil))
 	s.log.Info("audit: half message "+action, "operator", operator, "remote", remote, "broker", broker, "queueOffset", offset, "err", err)
 	if err != nil {
 		return "", fmt.Errorf("%s half message at offset %d on %s: %w", action, offset, broker, err)
 	}
 	msg := fmt.Sprintf("%s of the half message at offset %d on %s by %s: OK", action, offset, broker, operator)
-	if resp.Remark != "" {
-		msg += " (" + resp.Remark + ")"
+	if remark != "" {
+		msg += " (" + remark + ")"
 	}
 	return msg, nil
 }

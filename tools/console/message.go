@@ -204,13 +204,7 @@ func (s *Server) byTime(ctx context.Context, q SearchQuery) ([]*mqclient.Message
 	}
 	var out []*mqclient.MessageExt
 	err = s.scan(ctx, qs, func(mq mqclient.Queue) (int64, error) {
-		sh := protocol.SearchOffsetRequestHeader{Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: begin.UnixMilli()}
-		resp, err := s.invoke(ctx, master[mq.BrokerName], protocol.NewRequest(protocol.SearchOffsetByTimestamp, sh.Encode(), nil))
-		if err != nil {
-			return 0, err
-		}
-		var oh protocol.OffsetResponseHeader
-		return oh.Offset, oh.Decode(resp.ExtFields)
+		return s.admin.SearchOffset(ctx, master[mq.BrokerName], mq, begin)
 	}, q.Max, func(m *mqclient.MessageExt) bool {
 		if m.StoreTimestamp.After(end) {
 			return false
@@ -295,7 +289,7 @@ type MessageDetail struct {
 func (s *Server) deliveries(ctx context.Context, m MessageView) []Delivery {
 	out := []Delivery{}
 	topic := m.Topic
-	if strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
+	if strings.HasPrefix(topic, protocol.RetryTopicPrefix) || strings.HasPrefix(topic, protocol.DLQTopicPrefix) {
 		return out
 	}
 	groups, err := s.consumedBy(ctx, topic)
@@ -312,23 +306,19 @@ func (s *Server) deliveries(ctx context.Context, m MessageView) []Delivery {
 	}
 	for _, g := range groups {
 		d := Delivery{Group: g, State: "pending"}
-		qh := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: g, Topic: topic, QueueID: m.QueueID}
-		resp, err := s.admin.Invoke(ctx, ms[m.BrokerName], protocol.NewRequest(protocol.QueryConsumerOffset, qh.Encode(), nil))
+		off, err := s.admin.CommittedOffset(ctx, ms[m.BrokerName], g, mqclient.Queue{Topic: topic, QueueID: m.QueueID})
 		if err != nil {
 			d.State, d.Error = "unknown", err.Error()
-		} else if resp.Code == protocol.Success {
-			var oh protocol.OffsetResponseHeader
-			if oh.Decode(resp.ExtFields) == nil && oh.Offset > m.QueueOffset {
-				d.State = "consumed"
-			}
+		} else if off > m.QueueOffset {
+			d.State = "consumed"
 		}
-		if rs, err := s.admin.QueryByUniqID(ctx, "%RETRY%"+g, uniq); err == nil {
+		if rs, err := s.admin.QueryByUniqID(ctx, protocol.RetryTopic(g), uniq); err == nil {
 			d.Retries = len(rs)
 			if d.Retries > 0 && d.State == "consumed" {
 				d.State = "retried"
 			}
 		}
-		if ds, err := s.admin.QueryByUniqID(ctx, "%DLQ%"+g, uniq); err == nil && len(ds) > 0 {
+		if ds, err := s.admin.QueryByUniqID(ctx, protocol.DLQTopic(g), uniq); err == nil && len(ds) > 0 {
 			d.State, d.DLQ = "dead-lettered", ds[len(ds)-1].OffsetMsgID
 		}
 		out = append(out, d)

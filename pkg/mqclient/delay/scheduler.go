@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -126,13 +125,11 @@ func WithGrace(d time.Duration) Option { return func(c *config) { c.grace = d } 
 
 // Scheduler schedules and recalls delayed actions. It is safe for
 // concurrent use. It uses, and does not own, a started Producer and Admin
-// (the Admin finds brokers for recalls); Close releases its own
-// connections only.
+// (the Admin finds brokers and sends recalls).
 type Scheduler struct {
 	p     *mqclient.Producer
 	admin *mqclient.Admin
 	cfg   config
-	rc    *remoting.Client
 
 	mu    sync.Mutex
 	addrs map[string]string // broker name -> master address
@@ -152,12 +149,13 @@ func New(p *mqclient.Producer, admin *mqclient.Admin, opts ...Option) (*Schedule
 			return nil, fmt.Errorf("%w: delay levels must be positive and ascending", ErrInvalid)
 		}
 	}
-	return &Scheduler{p: p, admin: admin, cfg: cfg, addrs: map[string]string{},
-		rc: remoting.NewClient(remoting.ClientOptions{Logger: cfg.log})}, nil
+	return &Scheduler{p: p, admin: admin, cfg: cfg, addrs: map[string]string{}}, nil
 }
 
-// Close closes the Scheduler's recall connections. Safe to call twice.
-func (s *Scheduler) Close() error { return s.rc.Close() }
+// Close releases the Scheduler. It holds no connections of its own
+// (recalls go through the Admin's), so it only exists for callers written
+// when it did; safe to call twice.
+func (s *Scheduler) Close() error { return nil }
 
 // level returns the 1-based delay level for d: the shortest level >= d.
 func level(levels []time.Duration, d time.Duration) (int, error) {
@@ -224,26 +222,28 @@ func (s *Scheduler) Recall(ctx context.Context, h Handle) (RecallResult, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout)
 	defer cancel()
-	resp, err := s.rc.Invoke(rctx, addr, protocol.NewRequest(protocol.TideRecallTimer, map[string]string{"handle": p.id, "topic": p.topic}, nil))
-	if err != nil {
-		s.forget(p.broker)
-		return NotFound, fmt.Errorf("delay: recall %s: %w", p.id, err)
-	}
-	switch resp.Code {
-	case protocol.Success:
-		return Recalled, nil
-	case protocol.TideAlreadyDelivered:
-		return AlreadyFired, nil
-	case protocol.QueryNotFound:
-		return NotFound, nil
-	case protocol.RequestCodeNotSupported:
+	res, err := s.admin.RecallTimer(rctx, addr, p.topic, p.id)
+	switch {
+	case errors.Is(err, mqclient.ErrNotSupported):
 		q := mqclient.Queue{Topic: p.topic, BrokerName: p.broker, QueueID: int32(p.queue)}
 		if err := s.p.Recall(ctx, &mqclient.SendResult{MsgID: p.id, Queue: q, DeliverAt: p.at}); err != nil {
 			return NotFound, fmt.Errorf("delay: recall %s: %w", p.id, err)
 		}
 		return Requested, nil
+	case err != nil:
+		var perr *protocol.Error
+		if !errors.As(err, &perr) {
+			s.forget(p.broker) // transport failure: the broker may have moved
+		}
+		return NotFound, fmt.Errorf("delay: recall %s: %w", p.id, err)
 	}
-	return NotFound, fmt.Errorf("delay: recall %s: %w", p.id, resp.Err())
+	switch res {
+	case mqclient.TimerRecalled:
+		return Recalled, nil
+	case mqclient.TimerAlreadyFired:
+		return AlreadyFired, nil
+	}
+	return NotFound, nil
 }
 
 func (s *Scheduler) forget(broker string) {

@@ -3,7 +3,6 @@ package txmsg
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -219,17 +218,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// halfInfo mirrors the broker's TideListHalfMessages entries.
-type halfInfo struct {
-	QueueOffset     int64  `json:"queueOffset"`
-	CommitLogOffset int64  `json:"commitLogOffset"`
-	ProducerGroup   string `json:"producerGroup"`
-	Topic           string `json:"topic"`
-	MsgID           string `json:"msgId"`
-	Checks          int    `json:"checks"`
-	Parked          bool   `json:"parked"`
-}
-
 func (e *env) invoke(t *testing.T, req *protocol.Command) *protocol.Command {
 	t.Helper()
 	cl := remoting.NewClient(remoting.ClientOptions{Logger: testLogger()})
@@ -247,13 +235,14 @@ func (e *env) invoke(t *testing.T, req *protocol.Command) *protocol.Command {
 }
 
 // pending lists the env topic's unresolved half messages.
-func (e *env) pending(t *testing.T) []halfInfo {
+func (e *env) pending(t *testing.T) []protocol.HalfMessage {
 	t.Helper()
 	resp := e.invoke(t, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
-	var all, out []halfInfo
-	if err := json.Unmarshal(resp.Body, &all); err != nil {
+	all, err := protocol.DecodeHalfMessages(resp.Body)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var out []protocol.HalfMessage
 	for _, h := range all {
 		if h.Topic == e.topic {
 			out = append(out, h)
@@ -264,7 +253,7 @@ func (e *env) pending(t *testing.T) []halfInfo {
 
 // endTx sends a (late) END_TRANSACTION for a half message, as a producer
 // that outlived its decision would.
-func (e *env) endTx(t *testing.T, h halfInfo, state mqclient.TransactionState) string {
+func (e *env) endTx(t *testing.T, h protocol.HalfMessage, state mqclient.TransactionState) string {
 	t.Helper()
 	code := protocol.SysFlagTxRollback
 	if state == mqclient.TransactionCommit {

@@ -61,3 +61,22 @@ func (g *GroupList) Encode() []byte {
 	b, _ := json.Marshal(cp)
 	return b
 }
+
+// DecodeGroupList parses a QUERY_TOPIC_CONSUME_BY_WHO body.
+func DecodeGroupList(data []byte) (*GroupList, error) {
+	var g GroupList
+	if err := decodeBody("group list", data, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// DecodeTopicConfigWrapper parses a GET_ALL_TOPIC_CONFIG body (a broker's
+// whole topic table with its version).
+func DecodeTopicConfigWrapper(data []byte) (*TopicConfigSerializeWrapper, error) {
+	var w TopicConfigSerializeWrapper
+	if err := decodeBody("topic config table", data, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}

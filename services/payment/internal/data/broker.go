@@ -2,7 +2,6 @@ package data
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,19 +23,6 @@ const (
 
 // JobBroker is the broker job's name.
 const JobBroker = "broker"
-
-// halfInfo is one entry of the TideListHalfMessages (10001) body.
-type halfInfo struct {
-	QueueOffset     int64     `json:"queueOffset"`
-	CommitLogOffset int64     `json:"commitLogOffset"`
-	ProducerGroup   string    `json:"producerGroup"`
-	Topic           string    `json:"topic"`
-	MsgID           string    `json:"msgId"`
-	StoreTime       time.Time `json:"storeTime"`
-	Checks          int       `json:"checks"`
-	NextCheck       time.Time `json:"nextCheck"`
-	Parked          bool      `json:"parked"`
-}
 
 // BrokerJob reports broker state nobody else looks at
 // (reconcile.Job): half messages older than HalfTimeout on every master
@@ -105,15 +91,8 @@ func (j *BrokerJob) halves(ctx context.Context, a *mqclient.Admin, asOf time.Tim
 		if addr == "" {
 			continue
 		}
-		resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
-		if err == nil {
-			err = resp.Err()
-		}
+		hs, err := a.HalfMessages(ctx, addr)
 		if err != nil {
-			return fmt.Errorf("data: half messages of %s: %w", addr, err)
-		}
-		var hs []halfInfo
-		if err := json.Unmarshal(resp.Body, &hs); err != nil {
 			return fmt.Errorf("data: half messages of %s: %w", addr, err)
 		}
 		for _, h := range hs {
@@ -139,7 +118,7 @@ func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *re
 	}
 	var dlqs []string
 	for _, t := range topics {
-		if strings.HasPrefix(t, "%DLQ%") {
+		if strings.HasPrefix(t, protocol.DLQTopicPrefix) {
 			dlqs = append(dlqs, t)
 		}
 	}
@@ -182,8 +161,8 @@ func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *re
 					page.Checked++
 					n++
 					page.Discrepancies = append(page.Discrepancies, reconcile.Discrepancy{
-						Key: "dlq:" + strings.TrimPrefix(t, "%DLQ%") + ":" + m.MsgID, Class: ClassDeadLetter,
-						Evidence: map[string]any{"topic": t, "group": strings.TrimPrefix(t, "%DLQ%"), "msg_id": m.MsgID,
+						Key: "dlq:" + strings.TrimPrefix(t, protocol.DLQTopicPrefix) + ":" + m.MsgID, Class: ClassDeadLetter,
+						Evidence: map[string]any{"topic": t, "group": strings.TrimPrefix(t, protocol.DLQTopicPrefix), "msg_id": m.MsgID,
 							"keys": m.Keys, "tag": m.Tag, "origin_topic": m.Properties["RETRY_TOPIC"],
 							"reconsume_times": m.ReconsumeTimes, "body_bytes": len(m.Body), "born": m.BornTimestamp,
 							"hint": "mqadmin resend after fixing the consumer"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -92,82 +91,31 @@ func runClusterList(ctx context.Context, e *cli, args []string) error {
 	})
 }
 
-// haStatus is the body of TideHAStatus.
-type haStatus struct {
-	BrokerName   string          `json:"brokerName"`
-	BrokerID     int64           `json:"brokerId"`
-	Role         string          `json:"role"`
-	MaxPhyOffset int64           `json:"maxPhyOffset"`
-	Server       *haServerStatus `json:"server,omitempty"`
-	Client       *haClientStatus `json:"client,omitempty"`
-}
-
-type haServerStatus struct {
-	Addr      string          `json:"addr"`
-	MaxOffset int64           `json:"maxOffset"`
-	Acked     int64           `json:"acked"`
-	Slaves    []haSlaveStatus `json:"slaves"`
-}
-
-type haSlaveStatus struct {
-	Addr           string        `json:"addr"`
-	ConnectedSince time.Time     `json:"connectedSince"`
-	Ready          bool          `json:"ready"`
-	AckedOffset    int64         `json:"ackedOffset"`
-	SentOffset     int64         `json:"sentOffset"`
-	LastAck        time.Time     `json:"lastAck"`
-	LagBytes       int64         `json:"lagBytes"`
-	LagTime        time.Duration `json:"lagTimeNs"`
-}
-
-type haClientStatus struct {
-	MasterAddr     string    `json:"masterAddr"`
-	Connected      bool      `json:"connected"`
-	ConnectedSince time.Time `json:"connectedSince"`
-	MaxOffset      int64     `json:"maxOffset"`
-	LastAck        time.Time `json:"lastAck"`
-	LastReceive    time.Time `json:"lastReceive"`
-	Sessions       int64     `json:"sessions"`
-}
-
-func fetchHAStatus(ctx context.Context, a *mqclient.Admin, addr string) (*haStatus, error) {
-	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.TideHAStatus, nil, nil))
+// fetchHAStatus returns a broker's replication status.
+func fetchHAStatus(ctx context.Context, a *mqclient.Admin, addr string) (*protocol.HAStatus, error) {
+	st, err := a.HAStatus(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("replication status of %s: %w", addr, err)
 	}
-	if err := resp.Err(); err != nil {
-		return nil, fmt.Errorf("replication status of %s: %w", addr, err)
-	}
-	var st haStatus
-	if err := json.Unmarshal(resp.Body, &st); err != nil {
-		return nil, fmt.Errorf("replication status of %s: bad body: %w", addr, err)
-	}
-	return &st, nil
+	return st, nil
 }
 
 func fetchTopicConfigs(ctx context.Context, a *mqclient.Admin, addr string) (*protocol.TopicConfigSerializeWrapper, error) {
-	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
+	w, err := a.TopicConfigs(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("topic configs of %s: %w", addr, err)
 	}
-	if err := resp.Err(); err != nil {
-		return nil, fmt.Errorf("topic configs of %s: %w", addr, err)
-	}
-	var w protocol.TopicConfigSerializeWrapper
-	if err := json.Unmarshal(resp.Body, &w); err != nil {
-		return nil, fmt.Errorf("topic configs of %s: bad body: %w", addr, err)
-	}
-	return &w, nil
+	return w, nil
 }
 
 // brokerStatus is one row of brokerStatus.
 type brokerStatus struct {
 	brokerRef
-	Role          string    `json:"role,omitempty"`
-	CommitLogSize int64     `json:"commitLogMaxOffset"`
-	Topics        int       `json:"topics"`
-	Replication   *haStatus `json:"replication,omitempty"`
-	Error         string    `json:"error,omitempty"`
+	Role          string             `json:"role,omitempty"`
+	CommitLogSize int64              `json:"commitLogMaxOffset"`
+	Topics        int                `json:"topics"`
+	Replication   *protocol.HAStatus `json:"replication,omitempty"`
+	Error         string             `json:"error,omitempty"`
 }
 
 func runBrokerStatus(ctx context.Context, e *cli, args []string) error {
@@ -221,7 +169,7 @@ func runBrokerStatus(ctx context.Context, e *cli, args []string) error {
 	return err
 }
 
-func replicationSummary(st *haStatus) string {
+func replicationSummary(st *protocol.HAStatus) string {
 	switch {
 	case st == nil:
 		return "-"
@@ -272,7 +220,7 @@ func runHAStatus(ctx context.Context, e *cli, args []string) error {
 		return err
 	}
 	var rows []haRow
-	var raw []*haStatus
+	var raw []*protocol.HAStatus
 	for _, t := range ts {
 		st, err := fetchHAStatus(ctx, a, t.Addr)
 		if err != nil {

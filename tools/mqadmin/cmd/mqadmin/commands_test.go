@@ -70,7 +70,7 @@ func TestClusterAndTopicCommands(t *testing.T) {
 		t.Fatalf("brokerStatus table:\n%s", out)
 	}
 	h.fails(t, 1, "did not answer", "brokerStatus", "-b", "127.0.0.1:1", "--timeout", "500ms")
-	var ha []haStatus
+	var ha []protocol.HAStatus
 	h.okJSON(t, &ha, "haStatus")
 	if len(ha) != 1 || ha[0].Role != "ASYNC_MASTER" || ha[0].BrokerName != "broker-a" {
 		t.Fatalf("haStatus: %+v", ha)

@@ -52,16 +52,8 @@ func runConsumerProgress(ctx context.Context, e *cli, args []string) error {
 		return err
 	}
 	v := progressView{Group: *group, Queues: []progressRow{}}
-	h := protocol.GetConsumeStatsRequestHeader{ConsumerGroup: *group, Topic: *topic}
 	for _, b := range bs {
-		resp, err := a.Invoke(ctx, b.Addr, protocol.NewRequest(protocol.GetConsumeStats, h.Encode(), nil))
-		if err == nil {
-			err = resp.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("consume stats of %s on %s: %w", *group, b.BrokerName, err)
-		}
-		st, err := protocol.DecodeConsumeStats(resp.Body)
+		st, err := a.ConsumeStats(ctx, b.Addr, *group, *topic)
 		if err != nil {
 			return fmt.Errorf("consume stats of %s on %s: %w", *group, b.BrokerName, err)
 		}
@@ -120,21 +112,13 @@ func consumerConnections(ctx context.Context, a *mqclient.Admin, group, cluster 
 	v := &connectionView{Group: group, Connections: []protocol.Connection{}, Subscriptions: []protocol.SubscriptionData{}}
 	seenClient, seenTopic := map[string]bool{}, map[string]bool{}
 	online := false
-	h := protocol.ConsumerGroupHeader{ConsumerGroup: group}
 	for _, b := range bs {
-		resp, err := a.Invoke(ctx, b.Addr, protocol.NewRequest(protocol.GetConsumerConnectionList, h.Encode(), nil))
+		cc, err := a.ConsumerConnections(ctx, b.Addr, group)
 		if err != nil {
 			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
 		}
-		if resp.Code == protocol.ConsumerNotOnline {
+		if cc == nil {
 			continue
-		}
-		if err := resp.Err(); err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
-		}
-		cc, err := protocol.DecodeConsumerConnection(resp.Body)
-		if err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
 		}
 		online = true
 		v.ConsumeType, v.MessageModel, v.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
@@ -301,46 +285,10 @@ func runResetOffsetByTime(ctx context.Context, e *cli, args []string) error {
 }
 
 func resetQueue(ctx context.Context, a *mqclient.Admin, addr, group, topic string, qid int32, at time.Time, force bool) resetRow {
-	res := resetRow{QueueID: qid, OldOffset: -1, NewOffset: -1}
-	fail := func(what string, err error) resetRow {
-		res.Error = what + ": " + err.Error()
-		return res
-	}
-	qh := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid}
-	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.QueryConsumerOffset, qh.Encode(), nil))
+	r, err := a.ResetOffset(ctx, addr, group, mqclient.Queue{Topic: topic, QueueID: qid}, at, !force)
+	res := resetRow{QueueID: qid, OldOffset: r.OldOffset, NewOffset: r.NewOffset}
 	if err != nil {
-		return fail("query offset", err)
-	}
-	if resp.Code == protocol.Success {
-		var oh protocol.OffsetResponseHeader
-		if oh.Decode(resp.ExtFields) == nil {
-			res.OldOffset = oh.Offset
-		}
-	}
-	sh := protocol.SearchOffsetRequestHeader{Topic: topic, QueueID: qid, Timestamp: at.UnixMilli()}
-	resp, err = a.Invoke(ctx, addr, protocol.NewRequest(protocol.SearchOffsetByTimestamp, sh.Encode(), nil))
-	if err == nil {
-		err = resp.Err()
-	}
-	if err != nil {
-		return fail("search offset", err)
-	}
-	var oh protocol.OffsetResponseHeader
-	if err := oh.Decode(resp.ExtFields); err != nil {
-		return fail("search offset", err)
-	}
-	res.NewOffset = oh.Offset
-	if !force && res.OldOffset >= 0 && res.OldOffset <= res.NewOffset {
-		res.NewOffset = res.OldOffset // only roll back without -f
-		return res
-	}
-	uh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: qid, CommitOffset: res.NewOffset}
-	resp, err = a.Invoke(ctx, addr, protocol.NewRequest(protocol.UpdateConsumerOffset, uh.Encode(), nil))
-	if err == nil {
-		err = resp.Err()
-	}
-	if err != nil {
-		return fail("update offset", err)
+		res.Error = err.Error()
 	}
 	return res
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,23 +12,10 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// halfInfo is one entry of the TideListHalfMessages body.
-type halfInfo struct {
-	QueueOffset     int64     `json:"queueOffset"`
-	CommitLogOffset int64     `json:"commitLogOffset"`
-	ProducerGroup   string    `json:"producerGroup"`
-	Topic           string    `json:"topic"`
-	MsgID           string    `json:"msgId"`
-	StoreTime       time.Time `json:"storeTime"`
-	Checks          int       `json:"checks"`
-	NextCheck       time.Time `json:"nextCheck"`
-	Parked          bool      `json:"parked"`
-}
-
 // halfRow is a half message with the broker that holds it.
 type halfRow struct {
 	Broker string `json:"broker"`
-	halfInfo
+	protocol.HalfMessage
 }
 
 func runHalf(ctx context.Context, e *cli, args []string) error {
@@ -54,17 +39,10 @@ func runHalf(ctx context.Context, e *cli, args []string) error {
 	return usagef("unknown half subcommand %q (list, resume, commit, rollback)", args[0])
 }
 
-func listHalf(ctx context.Context, a *mqclient.Admin, addr string) ([]halfInfo, error) {
-	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
-	if err == nil {
-		err = resp.Err()
-	}
+func listHalf(ctx context.Context, a *mqclient.Admin, addr string) ([]protocol.HalfMessage, error) {
+	hs, err := a.HalfMessages(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("half messages of %s: %w", addr, err)
-	}
-	var hs []halfInfo
-	if err := json.Unmarshal(resp.Body, &hs); err != nil {
-		return nil, fmt.Errorf("half messages of %s: bad body: %w", addr, err)
 	}
 	return hs, nil
 }
@@ -94,7 +72,7 @@ func runHalfList(ctx context.Context, e *cli, args []string) error {
 		}
 		for _, h := range hs {
 			if !*parked || h.Parked {
-				rows = append(rows, halfRow{Broker: t.Addr, halfInfo: h})
+				rows = append(rows, halfRow{Broker: t.Addr, HalfMessage: h})
 			}
 		}
 	}
@@ -140,19 +118,11 @@ func runHalfAction(ctx context.Context, e *cli, action string, args []string) er
 		return err
 	}
 	defer shutdown(a)
-	ext := map[string]string{"tranStateTableOffset": strconv.FormatInt(*off, 10), "operator": *op}
-	code := protocol.TideForceEndTransaction
-	switch action {
-	case "resume":
-		code = protocol.TideResumeHalfCheck
-	case "commit":
-		ext["commitOrRollback"] = strconv.Itoa(int(protocol.SysFlagTxCommit))
-	case "rollback":
-		ext["commitOrRollback"] = strconv.Itoa(int(protocol.SysFlagTxRollback))
-	}
-	resp, err := a.Invoke(ctx, *addr, protocol.NewRequest(code, ext, nil))
-	if err == nil {
-		err = resp.Err()
+	var remark string
+	if action == "resume" {
+		remark, err = a.ResumeHalfCheck(ctx, *addr, *off, *op)
+	} else {
+		remark, err = a.EndHalfMessage(ctx, *addr, *off, action == "commit", *op)
 	}
 	if err != nil {
 		return fmt.Errorf("%s half message at offset %d on %s: %w", action, *off, *addr, err)
@@ -163,11 +133,11 @@ func runHalfAction(ctx context.Context, e *cli, action string, args []string) er
 		Offset   int64  `json:"queueOffset"`
 		Operator string `json:"operator"`
 		Remark   string `json:"remark,omitempty"`
-	}{action, *addr, *off, *op, resp.Remark}
+	}{action, *addr, *off, *op, remark}
 	return e.emit(co.json, v, func(tw *tabwriter.Writer) {
 		msg := fmt.Sprintf("%s half message at offset %d on %s by %s: OK", action, *off, *addr, *op)
-		if resp.Remark != "" {
-			msg += " (" + resp.Remark + ")"
+		if remark != "" {
+			msg += " (" + remark + ")"
 		}
 		row(tw, msg)
 	})

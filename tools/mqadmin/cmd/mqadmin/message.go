@@ -361,19 +361,11 @@ func pullRange(ctx context.Context, pc *mqclient.PullConsumer, qs []mqclient.Que
 
 // searchOffset returns the first offset of q stored at or after t.
 func searchOffset(ctx context.Context, a *mqclient.Admin, addr string, q mqclient.Queue, t time.Time) (int64, error) {
-	h := protocol.SearchOffsetRequestHeader{Topic: q.Topic, QueueID: q.QueueID, Timestamp: t.UnixMilli()}
-	resp, err := a.Invoke(ctx, addr, protocol.NewRequest(protocol.SearchOffsetByTimestamp, h.Encode(), nil))
-	if err == nil {
-		err = resp.Err()
-	}
+	off, err := a.SearchOffset(ctx, addr, q, t)
 	if err != nil {
 		return 0, fmt.Errorf("search offset of %s: %w", q, err)
 	}
-	var oh protocol.OffsetResponseHeader
-	if err := oh.Decode(resp.ExtFields); err != nil {
-		return 0, fmt.Errorf("search offset of %s: %w", q, err)
-	}
-	return oh.Offset, nil
+	return off, nil
 }
 
 func runConsumeMessage(ctx context.Context, e *cli, args []string) error {

@@ -165,15 +165,7 @@ func runTopicStatus(ctx context.Context, e *cli, args []string) error {
 	masters := masterOf(r)
 	var out []queueStatus
 	for _, name := range sortedKeys(masters) {
-		h := protocol.TopicHeader{Topic: *topic}
-		resp, err := a.Invoke(ctx, masters[name], protocol.NewRequest(protocol.GetTopicStatsInfo, h.Encode(), nil))
-		if err == nil {
-			err = resp.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("topic stats of %s on %s: %w", *topic, name, err)
-		}
-		st, err := protocol.DecodeTopicStatsTable(resp.Body)
+		st, err := a.TopicStats(ctx, masters[name], *topic)
 		if err != nil {
 			return fmt.Errorf("topic stats of %s on %s: %w", *topic, name, err)
 		}
@@ -237,16 +229,11 @@ func runUpdateTopic(ctx context.Context, e *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := protocol.CreateTopicRequestHeader{Topic: *topic, DefaultTopic: protocol.DefaultTopicTemplate,
-		ReadQueueNums: int32(*readQ), WriteQueueNums: int32(*writeQ), Perm: int32(*perm),
-		TopicFilterType: protocol.TopicFilterSingleTag, Order: *order}
+	cfg := mqclient.TopicConfig{ReadQueues: *readQ, WriteQueues: *writeQ, Perm: int32(*perm), Order: *order}
 	var res []opResult
 	failed := 0
 	for _, t := range ts {
-		resp, err := a.Invoke(ctx, t.Addr, protocol.NewRequest(protocol.UpdateAndCreateTopic, h.Encode(), nil))
-		if err == nil {
-			err = resp.Err()
-		}
+		err := a.CreateTopicOn(ctx, t.Addr, *topic, cfg)
 		r := opResult{Target: t.Addr, OK: err == nil}
 		if err != nil {
 			r.Error, failed = err.Error(), failed+1
