@@ -205,6 +205,13 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.subs[pc.retryTopic()] = &subscription{data: d}
 	}
 	pc.mu.Unlock()
+	// The handler goes in before the first heartbeat, which updateRoute
+	// sends to every broker it learns of: the broker answers a new member
+	// with a NOTIFY_CONSUMER_IDS_CHANGED at once.
+	pc.c.rc.HandleFunc(protocol.NotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *protocol.Command) *protocol.Command {
+		pc.requestRebalance()
+		return nil
+	})
 	for _, t := range topics {
 		if _, err := pc.c.updateRoute(ctx, t, false); err != nil {
 			pc.state.Store(stateClosed)
@@ -223,10 +230,6 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.c.close()
 		return err
 	}
-	pc.c.rc.HandleFunc(protocol.NotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *protocol.Command) *protocol.Command {
-		pc.requestRebalance()
-		return nil
-	})
 	pc.c.start()
 	pc.c.sendHeartbeats(ctx)
 	pc.rebalance(ctx)

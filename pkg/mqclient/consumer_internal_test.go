@@ -2,7 +2,9 @@ package mqclient
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,5 +252,63 @@ func TestPushConsumerValidation(t *testing.T) {
 	}
 	if err := c.Subscribe("t", "*", nil); err == nil {
 		t.Error("nil handler accepted")
+	}
+}
+
+// logCapture is a slog.Handler keeping every record's message and
+// attributes as one line.
+type logCapture struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logCapture) WithGroup(string) slog.Handler            { return l }
+func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
+	s := r.Message
+	r.Attrs(func(a slog.Attr) bool { s += " " + a.String(); return true })
+	l.mu.Lock()
+	l.lines = append(l.lines, s)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *logCapture) grep(sub string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The broker answers a consumer's first heartbeat with a
+// NOTIFY_CONSUMER_IDS_CHANGED to the group; the consumer must already
+// have its handler then, or it logs "no handler for server request" at
+// every start (issue #24). The fake broker writes the notification before
+// the heartbeat's response on the same connection, so the client reads it
+// before its first heartbeat (sent while Start fetches the routes) returns.
+func TestPushConsumerHandlesNotifyFromFirstHeartbeat(t *testing.T) {
+	f := newFakeQueue(t, "orders")
+	var notified atomic.Int32
+	f.srv.HandleFunc(protocol.HeartBeat, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		h := protocol.ConsumerGroupHeader{ConsumerGroup: "g"}
+		if err := c.InvokeOneway(ctx, protocol.NewRequest(protocol.NotifyConsumerIDsChanged, h.Encode(), nil)); err == nil {
+			notified.Add(1)
+		}
+		return protocol.NewResponse(req, protocol.Success, "")
+	})
+	ns := startFakeNameServer(t, "orders", 1, f.fakeBroker)
+	logs := &logCapture{}
+	startTestConsumer(t, ns, "orders", func(context.Context, *MessageExt) error { return nil }, WithLogger(slog.New(logs)))
+	if notified.Load() == 0 {
+		t.Fatal("the fake broker sent no notification")
+	}
+	if got := logs.grep("no handler"); len(got) > 0 {
+		t.Fatalf("consumer had no handler for the broker's notification at start: %q", got)
 	}
 }

@@ -14,7 +14,9 @@
 // 5 s and ordered lock renewal every 20 s); Shutdown is idempotent, bounded
 // by its context, and afterwards every call fails with ErrClosed. There
 // are no package-level clients or globals: two clients share nothing, not
-// even connections. Options default to RocketMQ's values (defaultSettings
+// even connections. A PushConsumer also rebalances at once when a broker
+// sends NOTIFY_CONSUMER_IDS_CHANGED (its handler is registered before the
+// first heartbeat, which the broker answers with one). Options default to RocketMQ's values (defaultSettings
 // is the single place they live) and are validated by the constructors.
 //
 // # Concurrency and blocking
