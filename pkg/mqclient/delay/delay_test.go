@@ -53,7 +53,8 @@ func TestTimersNeverEarly(t *testing.T) {
 
 // TestRecall recalls half of 20 pending timers: those are never delivered
 // (a later sentinel proves the others had their chance); a recall after
-// firing reports AlreadyFired, an unknown handle NotFound.
+// firing reports AlreadyFired, a repeated recall Recalled again (the
+// broker's recall is idempotent), an unknown handle NotFound.
 func TestRecall(t *testing.T) {
 	e := startEnv(t, nil)
 	topic := e.topic(t, 2)
@@ -80,6 +81,12 @@ func TestRecall(t *testing.T) {
 		res, err := e.s.Recall(ctx, handles[fmt.Sprintf("r%d", i)])
 		if err != nil || res != delay.Recalled {
 			t.Fatalf("recall r%d: %v %v", i, res, err)
+		}
+	}
+	for i := 0; i < 20; i += 2 {
+		res, err := e.s.Recall(ctx, handles[fmt.Sprintf("r%d", i)])
+		if err != nil || res != delay.Recalled {
+			t.Fatalf("repeated recall r%d: %v %v, want recalled", i, res, err)
 		}
 	}
 	waitFor(t, 20*time.Second, "sentinel and unrecalled timers", func() bool {

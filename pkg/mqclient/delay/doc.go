@@ -11,8 +11,10 @@
 //   - Scheduler.Recall(handle) cancels it through Tide's TideRecallTimer
 //     request, naming the timer's topic (under ACL the account needs PUB
 //     on it, and the recall cancels only that topic's timer), and says
-//     what happened: Recalled (it will never fire), AlreadyFired, or
-//     NotFound.
+//     what happened: Recalled (it will never fire; a repeated recall
+//     answers Recalled again, the broker's recall is idempotent),
+//     AlreadyFired, or NotFound (nothing pending or remembered, e.g.
+//     after a broker restart).
 //   - Handler (the consumer side) and Sweeper (the backstop) both run Fire:
 //     Check and Act in one gorm transaction, so the action happens only if
 //     the state still calls for it, and a late, duplicate or redundant

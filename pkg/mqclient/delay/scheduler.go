@@ -46,12 +46,18 @@ type Action struct {
 type RecallResult int
 
 const (
-	// Recalled: the timer will never fire.
+	// Recalled: the timer will never fire. Recall is idempotent: a
+	// repeated recall of the same handle answers Recalled again, as long
+	// as the broker remembers the outcome (it forgets it across a restart
+	// and after many newer outcomes; then NotFound).
 	Recalled RecallResult = iota
 	// AlreadyFired: the timer was delivered before the recall.
 	AlreadyFired
-	// NotFound: the broker has no pending timer with this handle: unknown,
-	// already recalled, or finished before a broker restart.
+	// NotFound: the broker has no pending timer with this handle and
+	// remembers no outcome for it: unknown handle, a timer whose time had
+	// already passed when it was scheduled (delivered at once), or one
+	// that fired or was recalled before a broker restart or too long ago
+	// to be remembered. Nothing fires for it from now on either.
 	NotFound
 	// Requested: the broker does not answer Tide's recall request; a
 	// RocketMQ 5 recall message (TIMER_DEL_UNIQKEY) was stored instead and
