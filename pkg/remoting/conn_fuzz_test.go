@@ -2,6 +2,8 @@ package remoting
 
 import (
 	"testing"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // FuzzSalvageHeader: recovering the opaque of a broken frame must never
@@ -12,6 +14,6 @@ func FuzzSalvageHeader(f *testing.F) {
 	f.Add(rawFrame(0, 500, []byte(`{"opaque":`))[4:])
 	f.Add([]byte{0, 0, 0})
 	f.Fuzz(func(t *testing.T, buf []byte) {
-		salvageHeader(buf)
+		protocol.SalvageHeader(buf)
 	})
 }

@@ -643,7 +643,7 @@ func TestSalvageHeader(t *testing.T) {
 			if len(buf) >= 4 {
 				buf = buf[4:]
 			}
-			op, flag, _, ok := salvageHeader(buf)
+			op, flag, _, ok := protocol.SalvageHeader(buf)
 			if ok != tt.ok || op != tt.opaque || flag != tt.flag {
 				t.Fatalf("got %d %d %v, want %d %d %v", op, flag, ok, tt.opaque, tt.flag, tt.ok)
 			}
