@@ -14,7 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	v1 "github.com/tidemq/tide/api/inventory/v1"
+	"github.com/tidemq/tide/services/kit/api"
 
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/service"
@@ -28,7 +30,9 @@ import (
 // (the reservations job).
 func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, faults *fault.Set, reg *prometheus.Registry,
 	recon *Reconciler, logger log.Logger) *http.Server {
-	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
+	in := api.New(api.Options{Logger: logger}, service.Schemas)
+	opts := append(in.HTTPServerOptions(),
+		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}

@@ -8,15 +8,19 @@ import (
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
-// NewGRPCServer returns the gRPC server of the Order API. Kratos also
+// NewGRPCServer returns the gRPC server of the Order API; requests are
+// checked against service.Schemas (InvalidArgument naming the field). Kratos also
 // registers grpc.health.v1 on it.
 func NewGRPCServer(c *conf.Server, order *service.OrderService, logger log.Logger) *grpc.Server {
+	in := api.New(api.Options{Logger: logger}, service.Schemas)
 	opts := []grpc.ServerOption{
-		grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger)),
+		grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()),
+		grpc.Options(in.GRPCMaxRecvMsgSize()),
 	}
 	if c.GetGrpc().GetNetwork() != "" {
 		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
@@ -21,13 +22,13 @@ import (
 
 // NewHTTPServer returns the HTTP server: the Order API routes (written by
 // hand, as protoc-gen-go-http would generate them, so Kratos middleware and
-// error encoding apply), GET /healthz (the process runs) and GET /readyz
+// error encoding apply; bodies, fields and errors follow services/kit/api), GET /healthz (the process runs) and GET /readyz
 // (the database and Redis answer), GET /metrics (Prometheus: the pattern
 // packages' metrics) and, when fault.admin is on, /v1/faults.
 func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness, faults *fault.Set, reg *prometheus.Registry, logger log.Logger) *http.Server {
-	opts := []http.ServerOption{
-		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger)),
-	}
+	in := api.New(api.Options{Logger: logger}, service.Schemas)
+	opts := append(in.HTTPServerOptions(),
+		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}

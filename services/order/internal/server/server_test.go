@@ -35,6 +35,7 @@ import (
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -334,7 +335,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 		}{
 			{"no items", `{"user_id":"u1","items":[]}`, 400, biz.ReasonInvalidArgument},
 			{"no user", `{"items":[{"product_id":"p1","quantity":1}]}`, 400, biz.ReasonInvalidArgument},
-			{"bad json", `{"user_id":`, 400, "CODEC"},
+			{"bad json", `{"user_id":`, 400, api.ReasonMalformedBody},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

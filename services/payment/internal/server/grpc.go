@@ -7,6 +7,8 @@ import (
 	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 
+	"github.com/tidemq/tide/services/kit/api"
+
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/service"
@@ -15,7 +17,11 @@ import (
 // NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
 // Kratos itself).
 func NewGRPCServer(c *conf.Server, s *service.PaymentService, logger log.Logger) *grpc.Server {
-	opts := []grpc.ServerOption{grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
+	in := api.New(api.Options{Logger: logger}, service.Schemas)
+	opts := []grpc.ServerOption{
+		grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()),
+		grpc.Options(in.GRPCMaxRecvMsgSize()),
+	}
 	if c.GetGrpc().GetNetwork() != "" {
 		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tidemq/tide/services/kit/api"
+
 	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 
@@ -34,7 +36,9 @@ import (
 // (database, Redis and the NameServer answer).
 func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *data.Gateway, rc *Reconciler,
 	faults *fault.Set, reg *prometheus.Registry, ready Pinger, logger log.Logger) *http.Server {
-	opts := []http.ServerOption{http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger))}
+	in := api.New(api.Options{Logger: logger}, service.Schemas)
+	opts := append(in.HTTPServerOptions(),
+		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}

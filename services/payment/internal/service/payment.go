@@ -11,6 +11,7 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
 
@@ -54,6 +55,9 @@ func (s *PaymentService) CreatePayment(ctx context.Context, req *v1.CreatePaymen
 	if tr, ok := transport.FromServerContext(ctx); ok {
 		if h := tr.RequestHeader().Get(IdempotencyHeader); h != "" {
 			key = h
+			if len(h) > MaxIdempotencyKey {
+				return nil, api.Invalid(IdempotencyHeader, "must be at most %d bytes, got %d", MaxIdempotencyKey, len(h))
+			}
 		}
 	}
 	p, err := s.uc.CreatePayment(ctx, &biz.CreateRequest{OrderID: req.GetOrderId(), UserID: req.GetUserId(), Amount: req.GetAmount(), IdempotencyKey: key})

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	kerrors "github.com/go-kratos/kratos/v2/errors"
+	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	v1 "github.com/tidemq/tide/api/inventory/v1"
+	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apitest"
+)
+
+// TestServerRefusesBadInput: every client mistake on the Inventory API
+// gets a 4xx in the one error shape naming the field and why, never a
+// 5xx.
+func TestServerRefusesBadInput(t *testing.T) {
+	s := startStack(t, false)
+	long := strings.Repeat("p", 65)
+	cases := []apitest.Case{
+		{Name: "page_size 0 is the default page", Method: "GET", Path: "/v1/products?page_size=0"},
+		{Name: "page_size 100", Method: "GET", Path: "/v1/products?page_size=100"},
+		{Name: "page_size -1", Method: "GET", Path: "/v1/products?page_size=-1", Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_size"},
+		{Name: "page_size 1e6", Method: "GET", Path: "/v1/products?page_size=1e6", Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_size"},
+		{Name: "page_size 99999999999", Method: "GET", Path: "/v1/products?page_size=99999999999", Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_size"},
+		{Name: "page_size text", Method: "GET", Path: "/v1/products?page_size=ten", Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_size"},
+		{Name: "page_size twice", Method: "GET", Path: "/v1/products?page_size=1&page_size=2", Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_size"},
+		{Name: "page_token 65 bytes", Method: "GET", Path: "/v1/products?page_token=" + long, Code: 400, Reason: api.ReasonInvalidArgument, Field: "page_token"},
+		{Name: "id 65 bytes", Method: "GET", Path: "/v1/products/" + long, Code: 400, Reason: api.ReasonInvalidArgument, Field: "id"},
+		{Name: "unknown product", Method: "GET", Path: "/v1/products/nope", Code: 404, Reason: "PRODUCT_NOT_FOUND"},
+		{Name: "oversized body", Path: "/v1/reconcile/reservations", Body: apitest.Big("dry_run", 5<<20), Code: 413, Reason: api.ReasonBodyTooLarge},
+	}
+	apitest.Run(t, s.httpURL, cases)
+
+	t.Run("gRPC", func(t *testing.T) {
+		conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(s.grpcAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		c := v1.NewInventoryClient(conn)
+		_, err = c.GetProduct(context.Background(), &v1.GetProductRequest{Id: long})
+		if status.Code(err) != codes.InvalidArgument || kerrors.FromError(err).Metadata["field"] != "id" {
+			t.Fatalf("GetProduct long id: %v", err)
+		}
+		for _, size := range []int32{-1, 101, 1e6} {
+			_, err = c.ListProducts(context.Background(), &v1.ListProductsRequest{PageSize: size})
+			if status.Code(err) != codes.InvalidArgument || kerrors.FromError(err).Metadata["field"] != "page_size" {
+				t.Fatalf("ListProducts page_size %d: %v", size, err)
+			}
+		}
+	})
+}
