@@ -171,13 +171,26 @@ func (s *Server) Handler() http.Handler {
 type pageFunc func(r *http.Request) (any, string, error)
 
 // page registers path as an HTML page and /api+path as its JSON twin.
+// Every request's input is checked first (checkInput).
 func (s *Server) page(mux *http.ServeMux, method, path, tmpl, nav string, fn pageFunc) {
+	var pathFields []string
+	for _, f := range []string{"topic", "group", "id"} {
+		if strings.Contains(path, "{"+f+"}") {
+			pathFields = append(pathFields, f)
+		}
+	}
+	checked := func(w http.ResponseWriter, r *http.Request) (any, string, error) {
+		if err := checkInput(w, r, pathFields...); err != nil {
+			return nil, "", err
+		}
+		return fn(r)
+	}
 	mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
-		data, flash, err := fn(r)
+		data, flash, err := checked(w, r)
 		s.render(w, r, tmpl, nav, data, flash, err)
 	})
 	mux.HandleFunc(method+" /api"+path, func(w http.ResponseWriter, r *http.Request) {
-		data, _, err := fn(r)
+		data, _, err := checked(w, r)
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			s.logError(r, err)
@@ -195,6 +208,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errOnline):
