@@ -308,3 +308,65 @@ func fieldOf(err error) string {
 	}
 	return errors.FromError(err).Metadata["field"]
 }
+
+func TestDecodeJSON(t *testing.T) {
+	type body struct {
+		DryRun bool `json:"dry_run"`
+		Limit  int  `json:"limit"`
+	}
+	tests := []struct {
+		name, ct, body string
+		code           int32
+		reason, field  string
+	}{
+		{"empty", "", "", 0, "", ""},
+		{"valid", "application/json", `{"dry_run":true,"limit":3}`, 0, "", ""},
+		{"form", "application/x-www-form-urlencoded", `{"dry_run":true}`, 415, ReasonUnsupportedMediaType, ""},
+		{"malformed", "", `{"dry_run":`, 400, ReasonMalformedBody, ""},
+		{"trailing", "", `{} x`, 400, ReasonMalformedBody, ""},
+		{"array", "", `[]`, 400, ReasonMalformedBody, ""},
+		{"wrong type", "", `{"dry_run":"yes"}`, 400, ReasonInvalidArgument, "dry_run"},
+		{"overflow", "", `{"limit":99999999999999999999}`, 400, ReasonInvalidArgument, "limit"},
+		{"unknown", "", `{"dryrun":true}`, 400, ReasonInvalidArgument, "dryrun"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tt.body))
+			if tt.ct != "" {
+				r.Header.Set("Content-Type", tt.ct)
+			}
+			var b body
+			err := DecodeJSON(r, &b)
+			if tt.code == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			se := errors.FromError(err)
+			if se.Code != tt.code || se.Reason != tt.reason || se.Metadata["field"] != tt.field {
+				t.Fatalf("got %d %s field=%q %q", se.Code, se.Reason, se.Metadata["field"], se.Message)
+			}
+		})
+	}
+}
+
+func TestQueryInt(t *testing.T) {
+	tests := []struct {
+		query string
+		want  int64
+		field string
+	}{
+		{"", 50, ""}, {"limit=7", 7, ""}, {"limit=0", 0, "limit"}, {"limit=501", 0, "limit"},
+		{"limit=-1", 0, "limit"}, {"limit=1e3", 0, "limit"}, {"limit=ten", 0, "limit"}, {"limit=1&limit=2", 0, "limit"},
+		{"limit=99999999999999999999", 0, "limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			n, err := QueryInt(httptest.NewRequest(http.MethodGet, "/?"+tt.query, nil), "limit", 1, 500, 50)
+			if fieldOf(err) != tt.field || (err == nil && n != tt.want) {
+				t.Fatalf("got %d, %v; want %d field %q", n, err, tt.want, tt.field)
+			}
+		})
+	}
+}

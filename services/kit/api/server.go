@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	nethttp "net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -134,12 +135,7 @@ func (in *Input) decodeBody(r *nethttp.Request, v any) error {
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			return Malformed("request body does not match the API: %s", clip(err.Error()))
-		}
-		return nil
+		return decodeStruct(data, v)
 	}
 	md := m.ProtoReflect().Descriptor()
 	if err := checkJSON(data, md, in.schemas[md.FullName()]); err != nil {
@@ -223,4 +219,87 @@ func ContentTypeJSON(ct string) bool {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && strings.EqualFold(mt, "application/json")
+}
+
+// DecodeJSON reads the JSON body of a hand-written handler into the Go
+// value v with the same contract as the API routes: a Content-Type other
+// than application/json is UNSUPPORTED_MEDIA_TYPE (none is JSON), an
+// empty body leaves v as it is, a body over the limit (HTTPServerOptions'
+// filter) is BODY_TOO_LARGE, bad JSON MALFORMED_BODY, an unknown field or
+// a value of the wrong type INVALID_ARGUMENT naming the field.
+func DecodeJSON(r *nethttp.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); !ContentTypeJSON(ct) {
+		return UnsupportedMediaType(clip(ct))
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *nethttp.MaxBytesError
+		if stderrors.As(err, &mbe) {
+			return TooLarge(mbe.Limit)
+		}
+		return Malformed("request body could not be read: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return decodeStruct(data, v)
+}
+
+func decodeStruct(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case err == nil:
+		if _, terr := dec.Token(); !stderrors.Is(terr, io.EOF) {
+			return Malformed("request body is not valid JSON: unexpected data after the JSON value")
+		}
+		return nil
+	case stderrors.As(err, &se), stderrors.Is(err, io.ErrUnexpectedEOF):
+		return Malformed("request body is not valid JSON: %s", jsonWhy(err, data))
+	case stderrors.As(err, &te):
+		if te.Field == "" {
+			return Malformed("request body must be a JSON object, got %s", te.Value)
+		}
+		return Invalid(te.Field, "must be %s, got %s", goType(te.Type.Kind().String()), te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return Invalid(clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)), "unknown field")
+	}
+	return Malformed("request body does not match the API: %s", clip(err.Error()))
+}
+
+func goType(kind string) string {
+	switch kind {
+	case "bool":
+		return "true or false"
+	case "string":
+		return "a string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number in range"
+	case "float32", "float64":
+		return "a number"
+	}
+	return "a JSON " + kind
+}
+
+// QueryInt reads the integer query parameter name of a hand-written
+// handler: def when absent, INVALID_ARGUMENT naming it when it is not a
+// whole number from min to max.
+func QueryInt(r *nethttp.Request, name string, min, max, def int64) (int64, error) {
+	vals := r.URL.Query()[name]
+	switch {
+	case len(vals) == 0 || vals[0] == "":
+		return def, nil
+	case len(vals) > 1:
+		return 0, Invalid(name, "must be given once, got %d values", len(vals))
+	}
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, Invalid(name, "must be a whole number from %d to %d, got %q", min, max, clip(vals[0]))
+	}
+	return n, nil
 }

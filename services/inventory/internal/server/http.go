@@ -47,7 +47,7 @@ func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, fa
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// The fault API answers 403 unless fault.admin is on.
 	srv.HandlePrefix("/v1/faults", faults.Handler())
-	srv.HandlePrefix("/v1/reconcile/", recon.Handler())
+	srv.HandlePrefix("/v1/reconcile/", recon.Handler(in))
 	r := srv.Route("/")
 	r.GET("/v1/products", func(ctx http.Context) error {
 		var in v1.ListProductsRequest

@@ -33,6 +33,11 @@ func TestServerRefusesBadInput(t *testing.T) {
 		{Name: "id 65 bytes", Method: "GET", Path: "/v1/products/" + long, Code: 400, Reason: api.ReasonInvalidArgument, Field: "id"},
 		{Name: "unknown product", Method: "GET", Path: "/v1/products/nope", Code: 404, Reason: "PRODUCT_NOT_FOUND"},
 		{Name: "oversized body", Path: "/v1/reconcile/reservations", Body: apitest.Big("dry_run", 5<<20), Code: 413, Reason: api.ReasonBodyTooLarge},
+		{Name: "reconcile oversized chunked body", Path: "/v1/reconcile/reservations", Body: apitest.Big("dry_run", 1<<20), Chunked: true, Code: 413, Reason: api.ReasonBodyTooLarge},
+		{Name: "reconcile form content type", Path: "/v1/reconcile/reservations", Body: `{"dry_run":true}`, ContentType: "application/x-www-form-urlencoded", Code: 415, Reason: api.ReasonUnsupportedMediaType},
+		{Name: "reconcile malformed JSON", Path: "/v1/reconcile/reservations", Body: `{"dry_run":`, Code: 400, Reason: api.ReasonMalformedBody},
+		{Name: "reconcile unknown field", Path: "/v1/reconcile/reservations", Body: `{"dry":true}`, Code: 400, Reason: api.ReasonInvalidArgument, Field: "dry"},
+		{Name: "reconcile unknown job", Path: "/v1/reconcile/nope", Body: `{}`, Code: 404, Reason: "UNKNOWN_JOB"},
 	}
 	apitest.Run(t, s.httpURL, cases)
 

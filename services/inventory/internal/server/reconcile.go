@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
+	"github.com/tidemq/tide/services/kit/api"
 )
 
 // Discrepancy classes of the reservations job.
@@ -279,16 +279,17 @@ func (r *Reconciler) Runs(ctx context.Context, job string, limit int) ([]runRow,
 	return out, nil
 }
 
-// Handler serves POST /v1/reconcile/{job} (body {"dry_run":bool}) and GET
-// /v1/reconcile/runs?job=X.
-func (r *Reconciler) Handler() nethttp.Handler {
+// Handler serves POST /v1/reconcile/{job} (JSON body {"dry_run":bool} or
+// none) and GET /v1/reconcile/runs?job=X. Errors take the shape and the
+// input rules of services/kit/api (in).
+func (r *Reconciler) Handler(in *api.Input) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, req *nethttp.Request) {
 		name := strings.Trim(strings.TrimPrefix(req.URL.Path, "/v1/reconcile"), "/")
 		switch {
 		case req.Method == nethttp.MethodGet && name == "runs":
 			runs, err := r.Runs(req.Context(), req.URL.Query().Get("job"), 50)
 			if err != nil {
-				writeJSON(w, nethttp.StatusInternalServerError, map[string]string{"error": err.Error()})
+				in.EncodeError(w, req, kerrors.ServiceUnavailable("UNAVAILABLE", "the runs could not be read; it was logged").WithCause(err))
 				return
 			}
 			writeJSON(w, nethttp.StatusOK, map[string]any{"runs": runs})
@@ -296,28 +297,26 @@ func (r *Reconciler) Handler() nethttp.Handler {
 			var body struct {
 				DryRun bool `json:"dry_run"`
 			}
-			if req.ContentLength != 0 {
-				if err := json.NewDecoder(nethttp.MaxBytesReader(w, req.Body, 4096)).Decode(&body); err != nil {
-					writeJSON(w, nethttp.StatusBadRequest, map[string]string{"error": "bad body: " + err.Error()})
-					return
-				}
+			if err := api.DecodeJSON(req, &body); err != nil {
+				in.EncodeError(w, req, err)
+				return
 			}
 			ctx, cancel := context.WithTimeout(req.Context(), 2*time.Minute)
 			defer cancel()
 			out, err := r.Run(ctx, name, body.DryRun)
 			switch {
 			case errors.Is(err, reconcile.ErrInvalidJob):
-				writeJSON(w, nethttp.StatusNotFound, map[string]string{"error": err.Error()})
+				in.EncodeError(w, req, kerrors.NotFound("UNKNOWN_JOB", err.Error()))
 			case errors.Is(err, reconcile.ErrLeaseHeld):
-				writeJSON(w, nethttp.StatusConflict, map[string]string{"error": "another run of the job is in progress"})
+				in.EncodeError(w, req, kerrors.Conflict("RUN_IN_PROGRESS", "another run of the job is in progress"))
 			case err != nil:
 				r.log.WarnContext(ctx, "reconciliation run failed", "job", name, "err", err)
-				writeJSON(w, nethttp.StatusInternalServerError, map[string]string{"error": err.Error()})
+				in.EncodeError(w, req, kerrors.ServiceUnavailable("UNAVAILABLE", "reconciliation could not run; it was logged").WithCause(err))
 			default:
 				writeJSON(w, nethttp.StatusOK, out)
 			}
 		default:
-			writeJSON(w, nethttp.StatusMethodNotAllowed, map[string]string{"error": "use POST /v1/reconcile/{job} or GET /v1/reconcile/runs"})
+			in.EncodeError(w, req, kerrors.New(nethttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "use POST /v1/reconcile/{job} or GET /v1/reconcile/runs"))
 		}
 	})
 }

@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	stderrors "errors"
+	"math"
 	nethttp "net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
 	"github.com/go-kratos/kratos/v2/middleware/recovery"
@@ -51,15 +51,19 @@ func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw
 	srv := http.NewServer(opts...)
 	registerHealth(srv, ready)
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	registerReconcile(srv, rc)
+	registerReconcile(srv, rc, in)
 	if fc.GetAdmin() {
 		srv.HandlePrefix("/v1/faults", fault.Handler(faults))
 	}
 	srv.HandleFunc("/v1/gateway/statement", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		after, err := api.QueryInt(r, "after", 0, math.MaxInt64, 0)
+		if err != nil {
+			in.EncodeError(w, r, err)
+			return
+		}
 		lines, err := gw.Statement(r.Context(), after, 1000)
 		if err != nil {
-			writeJSON(w, nethttp.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			in.EncodeError(w, r, errors.ServiceUnavailable("UNAVAILABLE", "the gateway statement could not be read; it was logged").WithCause(err))
 			return
 		}
 		writeJSON(w, nethttp.StatusOK, map[string]any{"lines": lines})
@@ -115,50 +119,51 @@ func registerHealth(srv *http.Server, ready Pinger) {
 	})
 }
 
-func registerReconcile(srv *http.Server, rc *Reconciler) {
+func registerReconcile(srv *http.Server, rc *Reconciler, in *api.Input) {
 	srv.HandlePrefix("/v1/reconcile/", nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		job := strings.TrimPrefix(r.URL.Path, "/v1/reconcile/")
 		switch {
 		case job == "runs" && r.Method == nethttp.MethodGet:
-			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-			if limit <= 0 || limit > 500 {
-				limit = 50
-			}
-			runs, audit, err := rc.Runs(r.Context(), r.URL.Query().Get("job"), limit)
+			limit, err := api.QueryInt(r, "limit", 1, 500, 50)
 			if err != nil {
-				writeJSON(w, nethttp.StatusServiceUnavailable, errBody("UNAVAILABLE", err))
+				in.EncodeError(w, r, err)
+				return
+			}
+			runs, audit, err := rc.Runs(r.Context(), r.URL.Query().Get("job"), int(limit))
+			if err != nil {
+				in.EncodeError(w, r, unavailable(err))
 				return
 			}
 			writeJSON(w, nethttp.StatusOK, map[string]any{"runs": runs, "audit": audit})
 		case r.Method == nethttp.MethodPost && job != "" && !strings.Contains(job, "/"):
-			var in struct {
+			var body struct {
 				DryRun bool `json:"dry_run"`
 			}
-			if b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16)); len(strings.TrimSpace(string(b))) > 0 {
-				if err := json.Unmarshal(b, &in); err != nil {
-					writeJSON(w, nethttp.StatusBadRequest, errBody("INVALID_ARGUMENT", err))
-					return
-				}
+			if err := api.DecodeJSON(r, &body); err != nil {
+				in.EncodeError(w, r, err)
+				return
 			}
-			rep, err := rc.Run(r.Context(), job, in.DryRun)
+			rep, err := rc.Run(r.Context(), job, body.DryRun)
 			switch {
-			case errors.Is(err, ErrUnknownJob):
-				writeJSON(w, nethttp.StatusNotFound, errBody("UNKNOWN_JOB", err))
-			case errors.Is(err, reconcile.ErrLeaseHeld):
-				writeJSON(w, nethttp.StatusConflict, errBody("RUN_IN_PROGRESS", err))
+			case stderrors.Is(err, ErrUnknownJob):
+				in.EncodeError(w, r, errors.NotFound("UNKNOWN_JOB", err.Error()))
+			case stderrors.Is(err, reconcile.ErrLeaseHeld):
+				in.EncodeError(w, r, errors.Conflict("RUN_IN_PROGRESS", "another run of the job is in progress"))
 			case err != nil:
-				writeJSON(w, nethttp.StatusServiceUnavailable, errBody("UNAVAILABLE", err))
+				in.EncodeError(w, r, unavailable(err))
 			default:
 				writeJSON(w, nethttp.StatusOK, rep)
 			}
 		default:
-			writeJSON(w, nethttp.StatusNotFound, errBody("NOT_FOUND", errors.New("POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job=")))
+			in.EncodeError(w, r, errors.NotFound("NOT_FOUND", "POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job="))
 		}
 	}))
 }
 
-func errBody(reason string, err error) map[string]any {
-	return map[string]any{"reason": reason, "message": err.Error()}
+// unavailable is the 503 of a reconciliation that could not run: the
+// cause is logged, not sent.
+func unavailable(err error) error {
+	return errors.ServiceUnavailable("UNAVAILABLE", "reconciliation could not run; it was logged").WithCause(err)
 }
 
 // rawJSON returns s as JSON when it is, else as a string.

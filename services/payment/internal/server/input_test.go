@@ -45,6 +45,16 @@ func TestServerRefusesBadInput(t *testing.T) {
 		{Name: "no key", Path: "/v1/payments", Body: pay("1"), Code: 400, Reason: "IDEMPOTENCY_KEY_REQUIRED"},
 		{Name: "GET id 65 bytes", Method: "GET", Path: "/v1/payments/" + long, Code: 400, Reason: api.ReasonInvalidArgument, Field: "id"},
 		{Name: "GET unknown", Method: "GET", Path: "/v1/payments/pay_nope", Code: 404, Reason: "PAYMENT_NOT_FOUND"},
+		{Name: "statement after -1", Method: "GET", Path: "/v1/gateway/statement?after=-1", Code: 400, Reason: api.ReasonInvalidArgument, Field: "after"},
+		{Name: "statement after text", Method: "GET", Path: "/v1/gateway/statement?after=x", Code: 400, Reason: api.ReasonInvalidArgument, Field: "after"},
+		{Name: "runs limit 0", Method: "GET", Path: "/v1/reconcile/runs?job=payments&limit=0", Code: 400, Reason: api.ReasonInvalidArgument, Field: "limit"},
+		{Name: "runs limit 99999999999", Method: "GET", Path: "/v1/reconcile/runs?job=payments&limit=99999999999", Code: 400, Reason: api.ReasonInvalidArgument, Field: "limit"},
+		{Name: "reconcile form content type", Path: "/v1/reconcile/payments", Body: `{"dry_run":true}`, ContentType: "application/x-www-form-urlencoded", Code: 415, Reason: api.ReasonUnsupportedMediaType},
+		{Name: "reconcile malformed JSON", Path: "/v1/reconcile/payments", Body: `{"dry_run":`, Code: 400, Reason: api.ReasonMalformedBody},
+		{Name: "reconcile unknown field", Path: "/v1/reconcile/payments", Body: `{"dryrun":true}`, Code: 400, Reason: api.ReasonInvalidArgument, Field: "dryrun"},
+		{Name: "reconcile wrong type", Path: "/v1/reconcile/payments", Body: `{"dry_run":"yes"}`, Code: 400, Reason: api.ReasonInvalidArgument, Field: "dry_run"},
+		{Name: "reconcile unknown job", Path: "/v1/reconcile/nope", Body: `{}`, Code: 404, Reason: "UNKNOWN_JOB"},
+		{Name: "reconcile oversized body", Path: "/v1/reconcile/payments", Body: apitest.Big("dry_run", 1<<20), Chunked: true, Code: 413, Reason: api.ReasonBodyTooLarge},
 	})
 	if after := balance(t, s, "u-bob"); after != before {
 		t.Fatalf("u-bob's balance moved from %d to %d", before, after)
