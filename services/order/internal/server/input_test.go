@@ -20,7 +20,7 @@ import (
 func TestServerRefusesBadInput(t *testing.T) {
 	s := startStack(t, time.Hour)
 	item := func(q string) string {
-		return `{"user_id":"u1","items":[{"product_id":"p1","quantity":` + q + `,"unit_price":"10"}]}`
+		return `{"user_id":"u1","items":[{"product_id":"p1","quantity":` + q + `,"unit_price":"150"}]}`
 	}
 	long := strings.Repeat("u", 65)
 	apitest.Run(t, s.httpBase, []apitest.Case{
@@ -48,6 +48,8 @@ func TestServerRefusesBadInput(t *testing.T) {
 		{Name: "price over int64", Path: "/v1/orders", Body: `{"user_id":"u1","items":[{"product_id":"p1","quantity":1,"unit_price":"99999999999999999999"}]}`, Code: 400, Reason: api.ReasonInvalidArgument, Field: "items[0].unit_price"},
 		{Name: "GET id 65 bytes", Method: "GET", Path: "/v1/orders/" + long, Code: 400, Reason: api.ReasonInvalidArgument, Field: "id"},
 		{Name: "GET unknown", Method: "GET", Path: "/v1/orders/no-such-order", Code: 404, Reason: "ORDER_NOT_FOUND"},
+		{Name: "price other than the catalog's", Path: "/v1/orders", Body: `{"user_id":"u1","items":[{"product_id":"p1","quantity":1,"unit_price":"10"}]}`, Code: 400, Reason: "PRICE_MISMATCH"},
+		{Name: "product not in the catalog", Path: "/v1/orders", Body: `{"user_id":"u1","items":[{"product_id":"p-none","quantity":1}]}`, Code: 404, Reason: "PRODUCT_NOT_FOUND"},
 	})
 
 	t.Run("gRPC", func(t *testing.T) {
