@@ -103,6 +103,13 @@ type Options struct {
 	TLSKeyPath    string `conf:"tlsKeyPath"`
 	TLSCAPath     string `conf:"tlsCAPath"`
 	TLSClientAuth bool   `conf:"tlsClientAuth"`
+	// TLSMode is RocketMQ's tls.server.mode for the client port and the
+	// HA port: disabled (plain only), permissive (plain and TLS on one
+	// port, RocketMQ's default) or enforcing (TLS only). Empty: enforcing
+	// with TLSEnable, else permissive. Permissive without
+	// TLSCertPath/TLSKeyPath serves TLS clients a self-signed certificate
+	// generated at start; enforcing needs them.
+	TLSMode string `conf:"tlsMode,tls.server.mode"`
 	// Client-port limits: open connections (0 = none), idle seconds before
 	// a silent connection is closed (RocketMQ's key, 120), handlers in
 	// flight per connection (beyond: SYSTEM_BUSY), header bytes per frame
@@ -280,8 +287,10 @@ func (o *Options) Apply(kv map[string]string) (unknown []string, err error) {
 	fields := map[string]reflect.Value{}
 	v := reflect.ValueOf(o).Elem()
 	for i := 0; i < v.NumField(); i++ {
-		if key := v.Type().Field(i).Tag.Get("conf"); key != "" {
-			fields[key] = v.Field(i)
+		if tag := v.Type().Field(i).Tag.Get("conf"); tag != "" {
+			for _, key := range strings.Split(tag, ",") { // name[,alias...]
+				fields[key] = v.Field(i)
+			}
 		}
 	}
 	keys := make([]string, 0, len(kv))

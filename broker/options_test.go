@@ -54,6 +54,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"flush", func(o *Options) { o.Store.FlushDiskType = "SOMETIMES" }, "flushDiskType"},
 		{"delay", func(o *Options) { o.Store.MessageDelayLevel = "1s 5x" }, "messageDelayLevel"},
 		{"ns", func(o *Options) { o.NamesrvAddr = "nohost" }, "namesrvAddr"},
+		{"tls mode", func(o *Options) { o.TLSMode = "Permissive" }, "tlsMode"},
+		{"enforcing without certificate", func(o *Options) { o.TLSMode = "enforcing" }, "tlsMode enforcing needs tlsCertPath"},
 	}
 	for _, c := range cases {
 		o := DefaultOptions()
@@ -78,5 +80,27 @@ func TestHAHost(t *testing.T) {
 		if got := o.HAHost(); got != c.want {
 			t.Errorf("%+v: HAHost %q, want %q", c, got, c.want)
 		}
+	}
+}
+
+// TestOptionsTLSModeKeys: tlsMode and RocketMQ's tls.server.mode name the
+// same option; unset, it is enforcing with tlsEnable, else permissive.
+func TestOptionsTLSModeKeys(t *testing.T) {
+	for _, key := range []string{"tlsMode", "tls.server.mode"} {
+		o := DefaultOptions()
+		if _, err := o.Apply(map[string]string{key: "disabled"}); err != nil {
+			t.Fatal(err)
+		}
+		if o.TLSMode != "disabled" || o.tlsMode() != "disabled" {
+			t.Errorf("%s=disabled: TLSMode %q, mode %q", key, o.TLSMode, o.tlsMode())
+		}
+	}
+	o := DefaultOptions()
+	if o.tlsMode() != "permissive" {
+		t.Errorf("default mode %q, want permissive", o.tlsMode())
+	}
+	o.TLSEnable = true
+	if o.tlsMode() != "enforcing" {
+		t.Errorf("tlsEnable mode %q, want enforcing", o.tlsMode())
 	}
 }

@@ -29,7 +29,7 @@ func (b *Broker) startReplication() (string, error) {
 			Addr:         net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)),
 			SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
 			Logger:       b.log,
-			TLSConfig:    b.sec.serverTLS,
+			TLSConfig:    b.sec.haTLS,
 			Secret:       []byte(o.HAAuthSecret),
 		})
 		if err != nil {

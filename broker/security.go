@@ -43,6 +43,14 @@ func (o *Options) securityProblems() []string {
 	if o.TLSClientAuth && o.TLSCAPath == "" {
 		errs = append(errs, "tlsClientAuth needs tlsCAPath")
 	}
+	if o.TLSMode != "" {
+		if _, err := remoting.ParseTLSMode(o.TLSMode); err != nil {
+			errs = append(errs, fmt.Sprintf("tlsMode %q: want disabled, permissive or enforcing", o.TLSMode))
+		}
+	}
+	if o.tlsMode() == remoting.TLSEnforcing && (o.TLSCertPath == "" || o.TLSKeyPath == "") {
+		errs = append(errs, "tlsMode enforcing needs tlsCertPath and tlsKeyPath")
+	}
 	for k, v := range map[string]int{"serverMaxConnections": o.ServerMaxConnections,
 		"serverChannelMaxIdleTimeSeconds": o.ServerChannelMaxIdleTimeSeconds, "serverMaxInFlightPerConn": o.ServerMaxInFlightPerConn,
 		"serverMaxHeaderSize": o.ServerMaxHeaderSize, "serverFrameReadTimeoutMillis": o.ServerFrameReadTimeoutMillis,
@@ -54,16 +62,39 @@ func (o *Options) securityProblems() []string {
 	return errs
 }
 
+// tlsMode is the server ports' TLS mode: TLSMode, else enforcing with
+// tlsEnable (its meaning before tlsMode existed), else permissive
+// (RocketMQ's default).
+func (o *Options) tlsMode() remoting.TLSMode {
+	if m, err := remoting.ParseTLSMode(o.TLSMode); err == nil {
+		return m
+	}
+	if o.TLSEnable {
+		return remoting.TLSEnforcing
+	}
+	return remoting.TLSPermissive
+}
+
 // security is what the broker loaded for ACL and TLS in New.
 type security struct {
 	acl       *acl.Validator // nil: ACL off
-	serverTLS *tls.Config    // nil: plain TCP
+	tlsMode   remoting.TLSMode
+	serverTLS *tls.Config // nil: plain TCP only
 	clientTLS *tls.Config
+	// haTLS makes the HA port TLS-only (nil: plain). The HA port has no
+	// permissive mode: its master speaks first (the authentication
+	// challenge), so there is no first byte of the slave's to tell TLS
+	// from plain by. It speaks what this cluster's slaves dial: TLS with
+	// tlsEnable (or tlsMode enforcing), else plain.
+	haTLS *tls.Config
 }
 
 func loadSecurity(o Options, log *slog.Logger) (security, error) {
 	var s security
-	if o.TLSEnable {
+	s.tlsMode = o.tlsMode()
+	switch {
+	case s.tlsMode == remoting.TLSDisabled:
+	case o.TLSCertPath != "" && o.TLSKeyPath != "":
 		ca := ""
 		if o.TLSClientAuth {
 			ca = o.TLSCAPath
@@ -72,6 +103,18 @@ func loadSecurity(o Options, log *slog.Logger) (security, error) {
 		if s.serverTLS, err = remoting.ServerTLSFiles(o.TLSCertPath, o.TLSKeyPath, ca); err != nil {
 			return s, err
 		}
+	default: // permissive without a certificate (enforcing needs one: securityProblems)
+		var err error
+		if s.serverTLS, err = remoting.SelfSignedTLS(o.BrokerIP1); err != nil {
+			return s, err
+		}
+		log.Info("TLS mode permissive without tlsCertPath/tlsKeyPath: TLS clients get a self-signed certificate generated at start (they can encrypt, not authenticate the broker)")
+	}
+	if s.serverTLS != nil && (o.TLSEnable || s.tlsMode == remoting.TLSEnforcing) {
+		s.haTLS = s.serverTLS
+	}
+	if o.TLSEnable {
+		var err error
 		cert, key := "", ""
 		if o.TLSClientAuth {
 			cert, key = o.TLSCertPath, o.TLSKeyPath
@@ -108,6 +151,7 @@ func (b *Broker) serverOptions() remoting.ServerOptions {
 		MaxHeaderSize:                o.ServerMaxHeaderSize,
 		FrameReadTimeout:             time.Duration(o.ServerFrameReadTimeoutMillis) * time.Millisecond,
 		TLSConfig:                    b.sec.serverTLS,
+		TLSMode:                      b.sec.tlsMode,
 	}
 	if b.sec.acl != nil {
 		so.Interceptor = b.checkACL

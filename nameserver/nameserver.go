@@ -58,6 +58,16 @@ func New(opts Options) (*NameServer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	mode := opts.tlsMode()
+	if mode == remoting.TLSPermissive && opts.TLSConfig == nil {
+		host, _, _ := net.SplitHostPort(opts.ListenAddr)
+		cfg, err := remoting.SelfSignedTLS(host)
+		if err != nil {
+			return nil, fmt.Errorf("nameserver: %w", err)
+		}
+		opts.TLSConfig = cfg
+		opts.Logger.Info("TLS mode permissive without a certificate: TLS clients get a self-signed certificate generated at start (they can encrypt, not authenticate the NameServer)")
+	}
 	kv, err := kvconfig.Open(opts.KVConfigPath)
 	if err != nil {
 		return nil, fmt.Errorf("nameserver: %w", err)
@@ -72,7 +82,7 @@ func New(opts Options) (*NameServer, error) {
 		}),
 		kv: kv,
 		srv: remoting.NewServer(remoting.ServerOptions{MaxFrameSize: opts.MaxFrameSize, Logger: opts.Logger,
-			MaxConnections: opts.MaxConnections, IdleTimeout: opts.IdleTimeout, TLSConfig: opts.TLSConfig}),
+			MaxConnections: opts.MaxConnections, IdleTimeout: opts.IdleTimeout, TLSConfig: opts.TLSConfig, TLSMode: mode}),
 		stop: make(chan struct{}),
 	}
 	ns.metrics = newMetrics(ns)

@@ -9,7 +9,19 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/nameserver/internal/routeinfo"
+	"github.com/tidemq/tide/pkg/remoting"
 )
+
+// tlsMode is the mode the port runs (see Options.TLSMode).
+func (o Options) tlsMode() remoting.TLSMode {
+	switch {
+	case o.TLSMode != "":
+		return o.TLSMode
+	case o.TLSConfig != nil:
+		return remoting.TLSEnforcing
+	}
+	return remoting.TLSPermissive
+}
 
 // Defaults, in one place.
 const (
@@ -45,8 +57,15 @@ type Options struct {
 	// IdleTimeout closes a connection silent for that long (RocketMQ's
 	// serverChannelMaxIdleTimeSeconds, 120 s by default; 0 disables).
 	IdleTimeout time.Duration
-	// TLSConfig, if set, makes the port speak TLS only.
+	// TLSConfig is the port's TLS configuration.
 	TLSConfig *tls.Config
+	// TLSMode is RocketMQ's tls.server.mode: disabled (plain only),
+	// permissive (plain and TLS clients on the port) or enforcing (TLS
+	// only). Zero: enforcing with a TLSConfig (TLS only, its meaning before
+	// TLSMode existed), else permissive. Permissive without a TLSConfig
+	// serves TLS clients a self-signed certificate made by New; enforcing
+	// needs a TLSConfig.
+	TLSMode remoting.TLSMode
 	// Logger receives the daemon's events; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock used for broker liveness; nil means time.Now.
@@ -86,6 +105,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: max frame size %d < 0", ErrInvalidOptions, o.MaxFrameSize)
 	case o.MaxConnections < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: max connections %d / idle timeout %v < 0", ErrInvalidOptions, o.MaxConnections, o.IdleTimeout)
+	case o.TLSMode != "" && o.TLSMode != remoting.TLSDisabled && o.TLSMode != remoting.TLSPermissive && o.TLSMode != remoting.TLSEnforcing:
+		return fmt.Errorf("%w: TLS mode %q: want disabled, permissive or enforcing", ErrInvalidOptions, o.TLSMode)
+	case o.TLSMode == remoting.TLSEnforcing && o.TLSConfig == nil:
+		return fmt.Errorf("%w: TLS mode enforcing needs a TLS configuration (tlsCertPath, tlsKeyPath)", ErrInvalidOptions)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package mqclient_test
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tidemq/tide/nameserver"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/tlstest"
 )
 
@@ -135,5 +137,57 @@ func TestTLS(t *testing.T) {
 		if err == nil {
 			t.Error("plain-TCP send to a TLS cluster succeeded")
 		}
+	}
+}
+
+// TestTLSModePermissiveAndDisabled: a NameServer and a broker with no TLS
+// settings run RocketMQ's default tlsMode, permissive: Tide's client with
+// WithTLS (trusting the self-signed certificate they make, as RocketMQ
+// clients do by default) and a plain client both create topics, produce
+// and consume on the same ports. With tlsMode=disabled a TLS client is
+// refused and a plain one served. (Before tlsMode, a TLS client could not
+// talk to a default broker or NameServer at all; enforcing is TestTLS.)
+func TestTLSModePermissiveAndDisabled(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode  string
+		tlsOK bool
+	}{{"", true}, {"permissive", true}, {"disabled", false}} {
+		t.Run("mode="+tc.mode, func(t *testing.T) {
+			ns := nameservertest.Start(t, func(o *nameserver.Options) { o.TLSMode = remoting.TLSMode(tc.mode) })
+			b := brokertest.Start(t, ns, func(o *broker.Options) { o.TLSMode = tc.mode })
+			e := &env{ns: ns, broker: b}
+			e.admin = e.newAdmin(t)
+			topic := e.topic(t, 2)
+			for _, cl := range []struct {
+				name string
+				opts []mqclient.Option
+				ok   bool
+			}{
+				{"plain", nil, true},
+				{"TLS", []mqclient.Option{mqclient.WithTLS(&tls.Config{InsecureSkipVerify: true})}, tc.tlsOK},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				p, err := mqclient.NewProducer(e.fast(append(cl.opts, mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = p.Start(ctx)
+				if err == nil {
+					_, err = p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte(cl.name)})
+				}
+				p.Shutdown(context.Background())
+				cancel()
+				if (err == nil) != cl.ok {
+					t.Fatalf("%s producer: err %v, want success %v", cl.name, err, cl.ok)
+				}
+				if !cl.ok {
+					continue
+				}
+				rec := newRecorder()
+				e.consumer(t, "cg_mode_"+cl.name, topic, rec.handle, append(cl.opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
+				waitFor(t, 20*time.Second, cl.name+" consumer got the messages", func() bool { return rec.distinct() >= 1 })
+			}
+		})
 	}
 }

@@ -60,7 +60,8 @@ type connConfig struct {
 // goroutine per connection reads frames and dispatches them.
 type Conn struct {
 	id  uint64
-	nc  net.Conn
+	nc  net.Conn  // the socket: addresses, deadlines, Close
+	rd  io.Reader // what frames are read from, if not nc (TLS, or bytes already sniffed)
 	cfg *connConfig
 
 	ctx    context.Context // cancelled on close; parent of handler contexts
@@ -455,7 +456,11 @@ func (c *Conn) write(frame []byte) error {
 
 // serve reads frames until the connection fails, then closes it.
 func (c *Conn) serve() {
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	var r io.Reader = c.nc
+	if c.rd != nil {
+		r = c.rd
+	}
+	br := bufio.NewReaderSize(r, readBufferSize)
 	err := c.readLoop(br)
 	c.closeWith(err)
 }

@@ -76,8 +76,11 @@
 // on accept), handlers in flight per connection and per server
 // (SYSTEM_BUSY), the time a started frame may take (FrameReadTimeout),
 // silence (IdleTimeout) and a peer that does not read (WriteTimeout).
-// TLSConfig makes a Server TLS-only (handshakes bounded) and a Client dial
-// TLS. ServerOptions.Interceptor sees every request before its handler
+// ServerOptions.TLSMode (RocketMQ's tls.server.mode) says whether a Server
+// port takes plain clients, TLS clients or both: it reads the first byte
+// of each connection (0x16 starts a TLS handshake) and refuses the kind
+// the mode does not take; TLSConfig alone makes it TLS-only (handshakes
+// bounded). ClientOptions.TLSConfig makes a Client dial TLS. ServerOptions.Interceptor sees every request before its handler
 // (the broker's ACL); ClientOptions.RequestHook may amend every request a
 // Client sends (request signing).
 //

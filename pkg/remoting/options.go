@@ -75,10 +75,14 @@ type ServerOptions struct {
 	// SYSTEM_ERROR ("header too large"), the connection stays open.
 	// Default DefaultMaxHeaderSize.
 	MaxHeaderSize int
-	// TLSConfig, if set, makes the server speak TLS on every listener
-	// (it needs Certificates; set ClientAuth and ClientCAs for mutual
-	// TLS). Handshakes are bounded by DefaultHandshakeTimeout.
+	// TLSConfig is the server's TLS configuration (it needs Certificates;
+	// set ClientAuth and ClientCAs for mutual TLS). Handshakes are bounded
+	// by DefaultHandshakeTimeout.
 	TLSConfig *tls.Config
+	// TLSMode says whether the port accepts plain clients, TLS clients or
+	// both (TLSMode; SelfSignedTLS gives a certificate when none is
+	// configured). Zero: TLSEnforcing with a TLSConfig, else TLSDisabled.
+	TLSMode TLSMode
 	// Interceptor, if set, sees every request with a registered handler
 	// before the handler runs.
 	Interceptor Interceptor
@@ -101,6 +105,10 @@ func (o ServerOptions) Validate() error {
 		return fmt.Errorf("%w: MaxHeaderSize %d < 0", ErrInvalidOptions, o.MaxHeaderSize)
 	case o.TLSConfig != nil && len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil:
 		return fmt.Errorf("%w: TLSConfig has no certificate", ErrInvalidOptions)
+	case o.TLSMode != "" && o.TLSMode != TLSDisabled && o.TLSMode != TLSPermissive && o.TLSMode != TLSEnforcing:
+		return fmt.Errorf("%w: TLSMode %q", ErrInvalidOptions, o.TLSMode)
+	case (o.TLSMode == TLSPermissive || o.TLSMode == TLSEnforcing) && o.TLSConfig == nil:
+		return fmt.Errorf("%w: TLSMode %s needs a TLSConfig", ErrInvalidOptions, o.TLSMode)
 	}
 	return nil
 }

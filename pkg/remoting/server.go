@@ -122,9 +122,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
-	if s.opts.TLSConfig != nil {
-		ln = tls.NewListener(ln, s.opts.TLSConfig)
-	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
@@ -202,16 +199,8 @@ func (s *Server) startConn(nc net.Conn) {
 	go func() {
 		defer s.connWG.Done()
 		s.log.Debug("remoting: connection accepted", "conn", c)
-		if tc, ok := nc.(*tls.Conn); ok {
-			// Handshake here, bounded, so a peer that opens a socket and
-			// never speaks TLS cannot hold a goroutine forever.
-			_ = tc.SetDeadline(time.Now().Add(DefaultHandshakeTimeout))
-			if err := tc.Handshake(); err != nil {
-				s.log.Warn("remoting: TLS handshake failed", "remote", nc.RemoteAddr(), "err", err)
-				c.closeWith(fmt.Errorf("TLS handshake: %w", err))
-				return
-			}
-			_ = tc.SetDeadline(time.Time{})
+		if !s.startTransport(c, nc) {
+			return
 		}
 		for _, h := range onConnect {
 			h(c)
@@ -219,6 +208,45 @@ func (s *Server) startConn(nc net.Conn) {
 		c.serve()
 		s.log.Debug("remoting: connection closed", "conn", c, "cause", c.Err())
 	}()
+}
+
+// startTransport applies the TLS mode to a new connection: it reads the
+// first bytes (bounded by DefaultHandshakeTimeout when only TLS is
+// accepted, else by IdleTimeout), refuses a client that does not speak
+// what the mode accepts, and runs a TLS handshake, bounded, so a peer that
+// opens a socket and never finishes one cannot hold a goroutine forever.
+// It reports false after closing c.
+func (s *Server) startTransport(c *Conn, nc net.Conn) bool {
+	mode := effectiveTLSMode(s.opts.TLSMode, s.opts.TLSConfig)
+	wait := s.opts.IdleTimeout
+	if mode == TLSEnforcing {
+		wait = DefaultHandshakeTimeout
+	}
+	conn, prefix, err := sniffTLS(nc, mode, s.opts.TLSConfig, wait)
+	if err != nil {
+		if errors.Is(err, ErrTLSMode) {
+			s.log.Warn("remoting: connection refused", "remote", nc.RemoteAddr(), "tlsMode", mode, "err", err)
+		} else {
+			s.log.Debug("remoting: connection closed before its first frame", "remote", nc.RemoteAddr(), "err", err)
+		}
+		c.closeWith(err)
+		return false
+	}
+	tc, ok := conn.(*tls.Conn)
+	if !ok {
+		c.rd = prefixReader(prefix, nc)
+		return true
+	}
+	_ = tc.SetDeadline(time.Now().Add(DefaultHandshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		s.log.Warn("remoting: TLS handshake failed", "remote", nc.RemoteAddr(), "err", err)
+		c.closeWith(fmt.Errorf("TLS handshake: %w", err))
+		return false
+	}
+	_ = tc.SetDeadline(time.Time{})
+	c.rd = tc
+	c.wq.setConn(tc)
+	return true
 }
 
 // Addr returns the address of one of the listeners being served, or nil.

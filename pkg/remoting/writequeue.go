@@ -83,6 +83,17 @@ func (q *writeQueue) init(nc net.Conn) {
 	}
 }
 
+// setConn replaces the connection written to (a server connection that
+// turned out to speak TLS), before anything is written.
+func (q *writeQueue) setConn(nc net.Conn) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.nc = nc
+	_, tcp := nc.(*net.TCPConn)
+	_, unix := nc.(*net.UnixConn)
+	q.vectored = tcp || unix
+}
+
 // write writes frame; see writeQueue. failed reports that this call's own
 // I/O failed, so the caller should close the connection; err is then the
 // error every other frame of the connection fails with too.

@@ -29,6 +29,7 @@ type config struct {
 	tlsCertPath                     string
 	tlsKeyPath                      string
 	tlsClientCAPath                 string
+	tlsMode                         string
 }
 
 // Supported property keys. RocketMQ's names are kept where they exist
@@ -48,6 +49,9 @@ var keys = map[string]func(c *config) *string{
 	"tlsCertPath":                     func(c *config) *string { return &c.tlsCertPath },
 	"tlsKeyPath":                      func(c *config) *string { return &c.tlsKeyPath },
 	"tlsClientCAPath":                 func(c *config) *string { return &c.tlsClientCAPath },
+	// RocketMQ's tls.server.mode (a JVM system property there), also as tlsMode.
+	"tlsMode":         func(c *config) *string { return &c.tlsMode },
+	"tls.server.mode": func(c *config) *string { return &c.tlsMode },
 }
 
 // defaultConfig mirrors nameserver.DefaultOptions, plus Java's default KV
@@ -132,6 +136,18 @@ func (c *config) security(o *nameserver.Options) error {
 			return fmt.Errorf("bad serverMaxConnections %q: want a count >= 0", c.serverMaxConnections)
 		}
 		o.MaxConnections = n
+	}
+	if c.tlsMode != "" {
+		m, err := remoting.ParseTLSMode(c.tlsMode)
+		if err != nil {
+			return fmt.Errorf("bad tlsMode %q: want disabled, permissive or enforcing", c.tlsMode)
+		}
+		o.TLSMode = m
+		if m != remoting.TLSDisabled && c.tlsCertPath != "" && c.tlsKeyPath != "" {
+			if o.TLSConfig, err = remoting.ServerTLSFiles(c.tlsCertPath, c.tlsKeyPath, c.tlsClientCAPath); err != nil {
+				return err
+			}
+		}
 	}
 	if c.tlsEnable == "" {
 		return nil

@@ -24,6 +24,9 @@ func TestSecurityKeys(t *testing.T) {
 		{"bad bool", config{tlsEnable: "yes please"}, "tlsEnable"},
 		{"bad idle", config{serverChannelMaxIdleTimeSeconds: "-1"}, "serverChannelMaxIdleTimeSeconds"},
 		{"bad max", config{serverMaxConnections: "many"}, "serverMaxConnections"},
+		{"tls mode disabled", config{tlsMode: "disabled"}, ""},
+		{"tls mode enforcing", config{tlsMode: "enforcing", tlsCertPath: certs.Files.ServerCert, tlsKeyPath: certs.Files.ServerKey}, ""},
+		{"bad tls mode", config{tlsMode: "sometimes"}, "tlsMode"},
 	} {
 		c.cfg.listenPort, c.cfg.bindAddress = "0", "127.0.0.1"
 		c.cfg.scanNotActiveBrokerInterval, c.cfg.brokerChannelExpiredTime = "10000", "120000"
@@ -37,6 +40,10 @@ func TestSecurityKeys(t *testing.T) {
 			t.Errorf("limits not applied: %v %d", o.IdleTimeout, o.MaxConnections)
 		case c.name == "tls" && (o.TLSConfig == nil || o.TLSConfig.ClientCAs == nil):
 			t.Errorf("tls not applied")
+		case c.name == "tls mode disabled" && o.TLSMode != "disabled":
+			t.Errorf("tlsMode not applied: %q", o.TLSMode)
+		case c.name == "tls mode enforcing" && (o.TLSMode != "enforcing" || o.TLSConfig == nil):
+			t.Errorf("tlsMode enforcing not applied: %q", o.TLSMode)
 		}
 	}
 }
