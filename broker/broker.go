@@ -109,7 +109,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if b.sec, err = loadSecurity(opts, b.log); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if b.store, err = store.Open(opts.Store, logger); err != nil {
+	if b.store, err = store.Open(opts.Store, logger, visibilityCoders(levels)...); err != nil {
 		b.sec.close()
 		return nil, fmt.Errorf("broker: store: %w", err)
 	}

@@ -11,6 +11,17 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
+// visibilityCoders are the store hooks that make the consume-queue tags
+// code of a delayed or timer message its delivery time, which the
+// schedule and timer services wait for: this file owns when a message
+// becomes visible (divertDelayed parks it, the services deliver it).
+func visibilityCoders(levels []time.Duration) []store.Option {
+	return []store.Option{
+		store.WithTagsCoder(schedule.Topic, schedule.TagsCoder(levels)),
+		store.WithTagsCoder(timer.Topic, timer.TagsCode),
+	}
+}
+
 // startDelays builds and starts the delay-level service
 // (SCHEDULE_TOPIC_XXXX) and the timer service (arbitrary delivery times),
 // and routes the store's dispatch notifications to them and to held pulls.
@@ -31,9 +42,9 @@ func (b *Broker) startDelays() error {
 	}
 	b.store.SetDispatchListener(func(t string, q int32, qo, tags int64, props []byte) {
 		switch t {
-		case store.ScheduleTopic:
+		case schedule.Topic:
 			b.sched.Notify(int(q) + 1)
-		case store.TimerTopic:
+		case timer.Topic:
 			b.timers.Notify()
 		default:
 			b.polls.Notify(t, q, qo+1, tags, props)

@@ -17,7 +17,28 @@ import (
 
 // Topic is where delayed messages wait: queue level-1 holds the messages
 // of delay level level.
-const Topic = store.ScheduleTopic
+const Topic = protocol.ScheduleTopic
+
+// TagsCoder returns the store hook (store.WithTagsCoder for Topic) that
+// makes a delayed message's consume-queue tags code its delivery time:
+// store time plus the delay of its level (DELAY, else queueId+1), clamped
+// to levels, which must be the store's messageDelayLevel. Service reads it
+// back to know when a message is due.
+func TagsCoder(levels []time.Duration) store.TagsCoder {
+	return func(v *protocol.RecordView) (int64, bool) {
+		if len(levels) == 0 {
+			return 0, false
+		}
+		level := int(v.QueueID) + 1
+		if d, ok := protocol.PropertyBytes(v.Properties, protocol.PropDelayLevel); ok {
+			if n, err := strconv.Atoi(string(d)); err == nil && n > 0 {
+				level = n
+			}
+		}
+		level = max(1, min(level, len(levels)))
+		return v.StoreTimestamp + levels[level-1].Milliseconds(), true
+	}
+}
 
 // Sentinel errors.
 var (
@@ -109,7 +130,7 @@ func (o *Options) Validate() error {
 // level-1. It reports whether m was changed. Half (prepared) and rollback
 // transaction records are never diverted: their delay applies when they
 // are committed. The caller stores m afterwards; the store sets the
-// consume-queue tags code to store time + delay.
+// consume-queue tags code to store time + delay (TagsCoder).
 func Divert(m *protocol.MessageExt, levels int) bool {
 	if tx := protocol.TxType(m.SysFlag); tx == protocol.SysFlagTxPrepared || tx == protocol.SysFlagTxRollback {
 		return false

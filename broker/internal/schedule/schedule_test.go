@@ -35,7 +35,7 @@ func storeConfig(dir string) store.Config {
 
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
-	s, err := store.Open(storeConfig(dir), nil)
+	s, err := store.Open(storeConfig(dir), nil, testCoder())
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -271,7 +271,7 @@ func TestDeliveryNeverEarly(t *testing.T) {
 // wait, restarts both, and checks every message is delivered exactly once.
 func TestRestartWithPending(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(storeConfig(dir), nil)
+	st, err := store.Open(storeConfig(dir), nil, testCoder())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,4 +394,38 @@ func TestStartClampsProgress(t *testing.T) {
 	}
 	sendDelayed(t, st, "Orders", 0, 1, "after")
 	waitFor(t, "delivery", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) == 1 })
+}
+
+// testCoder is the store hook the broker installs for Topic, with the
+// test's levels.
+func testCoder() store.Option {
+	levels, _ := store.ParseDelayLevels(fastLevels)
+	return store.WithTagsCoder(Topic, TagsCoder(levels))
+}
+
+func TestTagsCoderIsDeliveryTime(t *testing.T) {
+	levels := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second}
+	coder := TagsCoder(levels)
+	tests := []struct {
+		name  string
+		qid   int32
+		props map[string]string
+		want  int64
+	}{
+		{"DELAY level", 0, map[string]string{protocol.PropDelayLevel: "3"}, 1_000_000 + 10_000},
+		{"queue id without DELAY", 1, nil, 1_000_000 + 5_000},
+		{"level clamped", 0, map[string]string{protocol.PropDelayLevel: "99"}, 1_000_000 + 10_000},
+		{"bad DELAY falls back to the queue", 0, map[string]string{protocol.PropDelayLevel: "x"}, 1_000_000 + 1_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &protocol.RecordView{QueueID: tt.qid, StoreTimestamp: 1_000_000, Properties: []byte(protocol.EncodeProperties(tt.props))}
+			if got, ok := coder(v); !ok || got != tt.want {
+				t.Fatalf("tags code %d %v, want %d", got, ok, tt.want)
+			}
+		})
+	}
+	if _, ok := TagsCoder(nil)(&protocol.RecordView{}); ok {
+		t.Fatal("no levels: want the tags hash fallback")
+	}
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // Flush disk types (flushDiskType).
@@ -18,19 +16,6 @@ const (
 	AsyncFlush = "ASYNC_FLUSH"
 	SyncFlush  = "SYNC_FLUSH"
 )
-
-// ScheduleTopic is the topic delayed messages wait in; its consume-queue
-// tags codes are delivery timestamps.
-const ScheduleTopic = protocol.ScheduleTopic
-
-// TimerTopic is the topic arbitrary-time (timer) messages wait in (the
-// broker's timer package); its consume-queue tags code is the delivery
-// time in Unix ms taken from the PropTimerOutMS property.
-const TimerTopic = protocol.TimerTopic
-
-// PropTimerOutMS is the property holding a timer message's absolute
-// delivery time (Unix ms, decimal), RocketMQ 5's TIMER_OUT_MS.
-const PropTimerOutMS = protocol.PropTimerOutMS
 
 // Config holds the store settings under RocketMQ's broker.conf key names
 // (the conf tag). Durations keep RocketMQ's units: milliseconds unless the

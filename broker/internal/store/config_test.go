@@ -99,7 +99,7 @@ func TestTagsHashMatchesProtocol(t *testing.T) {
 	}
 	props := []byte(protocol.EncodeProperties(map[string]string{"TAGS": "a", "KEYS": "k1 k2", "TAGSX": "no"}))
 	for _, tc := range []struct{ key, want string }{{"TAGS", "a"}, {"KEYS", "k1 k2"}, {"TAG", ""}, {"TAGSX", "no"}} {
-		got, _ := property(props, tc.key)
+		got, _ := protocol.PropertyBytes(props, tc.key)
 		if string(got) != tc.want {
 			t.Errorf("property(%s) = %q, want %q", tc.key, got, tc.want)
 		}

@@ -1,10 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,32 +116,15 @@ func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 		}
 	}
 	if s.idx != nil && tx != protocol.SysFlagTxRollback && phy >= s.indexFrom {
-		if id, ok := property(v.Properties, protocol.PropUniqKey); ok && len(id) > 0 {
+		if id, ok := protocol.PropertyBytes(v.Properties, protocol.PropUniqKey); ok && len(id) > 0 {
 			s.index(topic, string(id), phy, v.StoreTimestamp)
 		}
-		if keys, ok := property(v.Properties, protocol.PropKeys); ok {
+		if keys, ok := protocol.PropertyBytes(v.Properties, protocol.PropKeys); ok {
 			for _, k := range strings.Fields(string(keys)) {
 				s.index(topic, k, phy, v.StoreTimestamp)
 			}
 		}
 	}
-}
-
-// property finds one property in an encoded property string without
-// allocating (protocol.PropertyValue takes a string).
-func property(props []byte, key string) ([]byte, bool) {
-	for len(props) > 0 {
-		piece := props
-		if i := bytes.IndexByte(props, protocol.PropertySeparator); i >= 0 {
-			piece, props = props[:i], props[i+1:]
-		} else {
-			props = nil
-		}
-		if len(piece) > len(key) && piece[len(key)] == protocol.NameValueSeparator && string(piece[:len(key)]) == key {
-			return piece[len(key)+1:], true
-		}
-	}
-	return nil, false
 }
 
 // tagsHash is protocol.TagsHashCode without allocating for ASCII tags.
@@ -164,30 +145,18 @@ func (s *Store) index(topic, key string, phy, ts int64) {
 	}
 }
 
-// tagsCode is TagsHashCode(TAGS), or for SCHEDULE_TOPIC_XXXX the delivery
-// time: store time plus the delay of the message's level (DELAY, else
-// queueId+1), clamped to the configured levels; for TimerTopic the
-// delivery time in PropTimerOutMS when it parses (recall markers carry
-// none and fall through to the tags hash).
+// tagsCode is what the TagsCoder registered for the record's topic
+// returns (WithTagsCoder), else TagsHashCode(TAGS), else 0.
 func (s *Store) tagsCode(topic string, v *protocol.RecordView) int64 {
-	if topic == TimerTopic {
-		if d, ok := property(v.Properties, PropTimerOutMS); ok {
-			if n, err := strconv.ParseInt(string(d), 10, 64); err == nil {
-				return n
+	for _, c := range s.coders {
+		if c.topic == topic {
+			if code, ok := c.fn(v); ok {
+				return code
 			}
+			break
 		}
 	}
-	if topic == ScheduleTopic {
-		level := int(v.QueueID) + 1
-		if d, ok := property(v.Properties, protocol.PropDelayLevel); ok {
-			if n, err := strconv.Atoi(string(d)); err == nil && n > 0 {
-				level = n
-			}
-		}
-		level = max(1, min(level, len(s.delay)))
-		return v.StoreTimestamp + s.delay[level-1].Milliseconds()
-	}
-	if t, ok := property(v.Properties, protocol.PropTags); ok {
+	if t, ok := protocol.PropertyBytes(v.Properties, protocol.PropTags); ok {
 		return tagsHash(t)
 	}
 	return 0

@@ -93,11 +93,13 @@ type queueKey struct {
 // in SYNC_FLUSH, block until the group commit covering them; reads never
 // wait for appends.
 type Store struct {
-	cfg   Config
-	log   *slog.Logger
-	cl    *commitlog.Log
-	idx   *index.Service
-	delay []time.Duration
+	cfg Config
+	log *slog.Logger
+	cl  *commitlog.Log
+	idx *index.Service
+	// coders compute the tags codes of some topics (WithTagsCoder); a
+	// slice: the dispatcher scans it for every record, and it holds two.
+	coders []topicCoder
 
 	cqMu sync.RWMutex
 	cqs  map[queueKey]*consumequeue.Queue
@@ -138,21 +140,23 @@ type Store struct {
 // the checkpoint on, truncates a torn tail, drops consume-queue units that
 // point past the valid end and re-dispatches what the consume queues and
 // index may have lost.
-func Open(cfg Config, logger *slog.Logger) (*Store, error) {
+func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	delay, _ := ParseDelayLevels(cfg.MessageDelayLevel)
 	s := &Store{
-		cfg: cfg, log: logger.With("component", "store"), delay: delay,
+		cfg: cfg, log: logger.With("component", "store"),
 		cqs: map[queueKey]*consumequeue.Queue{}, qoff: map[queueKey]int64{},
 		ddone: make(chan struct{}), dwake: make(chan struct{}, 1), stop: make(chan struct{}),
 		now: time.Now,
 	}
 	s.usage = func() (int, error) { return diskUsage(cfg.commitLogDir()) }
+	for _, o := range opts {
+		o(s)
+	}
 	if openHook != nil {
 		openHook(s)
 	}
@@ -197,6 +201,29 @@ func Open(cfg Config, logger *slog.Logger) (*Store, error) {
 	go s.flushLogicsLoop()
 	go s.cleanLoop()
 	return s, nil
+}
+
+// TagsCoder computes the consume-queue tags code of a record of the topic
+// it was registered for; ok false falls back to the hash of its TAGS. It
+// runs on the dispatcher goroutine for every record of that topic, also
+// when recovery re-dispatches: it must be quick and must not block.
+type TagsCoder func(v *protocol.RecordView) (code int64, ok bool)
+
+type topicCoder struct {
+	topic string
+	fn    TagsCoder
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithTagsCoder makes fn compute the tags codes of topic's records
+// instead of the tags hash. The broker's delay-level and timer topics
+// store delivery times there, which their services read back; the store
+// knows nothing of either. It is an Open option because dispatching (and
+// re-dispatching after a crash) starts inside Open.
+func WithTagsCoder(topic string, fn TagsCoder) Option {
+	return func(s *Store) { s.coders = append(s.coders, topicCoder{topic, fn}) }
 }
 
 // SetDispatchListener installs (or with nil removes) the dispatch hook.

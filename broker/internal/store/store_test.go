@@ -230,11 +230,20 @@ func TestStoreHalfTransactionNotDispatched(t *testing.T) {
 }
 
 func TestStoreScheduleTopicTagsCode(t *testing.T) {
-	s, _ := openFake(t, testConfig(t), time.UnixMilli(1_000_000))
-	m := newMsg(ScheduleTopic, 2, "later", map[string]string{"DELAY": "3", "TAGS": "x"})
+	const topic = "SCHEDULE_TOPIC_XXXX"
+	// The broker's hook (schedule.TagsCoder): store time + level delay.
+	coder := func(v *protocol.RecordView) (int64, bool) { return v.StoreTimestamp + 10_000, true }
+	openHook = func(s *Store) { s.now = func() time.Time { return time.UnixMilli(1_000_000) } }
+	s, err := Open(testConfig(t), nil, WithTagsCoder(topic, coder))
+	openHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m := newMsg(topic, 2, "later", map[string]string{"DELAY": "3", "TAGS": "x"})
 	put(t, s, m)
 	waitDispatched(t, s)
-	u, err := s.ReadQueue(ScheduleTopic, 2, 0, 10)
+	u, err := s.ReadQueue(topic, 2, 0, 10)
 	if err != nil || len(u) != 1 {
 		t.Fatalf("ReadQueue: %v %v", u, err)
 	}

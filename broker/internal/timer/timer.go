@@ -17,9 +17,20 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// Topic is where timer messages and recall markers wait (queue 0). Same
-// name as topic.TimerTopic.
-const Topic = store.TimerTopic
+// Topic is where timer messages and recall markers wait (queue 0).
+const Topic = protocol.TimerTopic
+
+// TagsCode is the store hook (store.WithTagsCoder for Topic) that makes a
+// timer message's consume-queue tags code its delivery time (PropOutMS);
+// recall markers carry none and keep the tags hash.
+func TagsCode(v *protocol.RecordView) (int64, bool) {
+	if d, ok := protocol.PropertyBytes(v.Properties, PropOutMS); ok {
+		if n, err := strconv.ParseInt(string(d), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
 
 // Property names. The first three come from producers (RocketMQ 5);
 // PropOutMS is set by Accept on every timer message it handles (and stays
@@ -28,7 +39,7 @@ const (
 	PropDeliverMS = protocol.PropTimerDeliverMS // absolute delivery time, Unix ms
 	PropDelaySec  = protocol.PropTimerDelaySec  // delay in s after the broker received the message
 	PropDelayMS   = protocol.PropTimerDelayMS   // delay in ms after the broker received the message
-	PropOutMS     = store.PropTimerOutMS        // absolute delivery time computed by Accept
+	PropOutMS     = protocol.PropTimerOutMS     // absolute delivery time computed by Accept
 	// PropDelUniqKey on a message turns it into a recall of the pending
 	// timer whose UNIQ_KEY it names (RocketMQ 5's TIMER_DEL_UNIQKEY).
 	PropDelUniqKey = "TIMER_DEL_UNIQKEY"

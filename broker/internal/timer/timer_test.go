@@ -33,7 +33,7 @@ func storeConfig(dir string) store.Config {
 
 func openStore(t testing.TB, dir string) *store.Store {
 	t.Helper()
-	s, err := store.Open(storeConfig(dir), nil)
+	s, err := store.Open(storeConfig(dir), nil, store.WithTagsCoder(Topic, TagsCode))
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
@@ -424,7 +424,7 @@ func TestRecallDuplicateKeys(t *testing.T) {
 // never early, and the recalled ones never.
 func TestRestartExact(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(storeConfig(dir), nil)
+	st, err := store.Open(storeConfig(dir), nil, store.WithTagsCoder(Topic, TagsCode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func sentinelAfter(t *testing.T, svc *Service, st *store.Store, tp string) {
 // since are delivered again, none is lost, recalls stay effective.
 func TestCrashRedeliversNeverLoses(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(storeConfig(dir), nil)
+	st, err := store.Open(storeConfig(dir), nil, store.WithTagsCoder(Topic, TagsCode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -615,7 +615,7 @@ func BenchmarkStorm(b *testing.B) {
 	c := storeConfig(dir)
 	c.MappedFileSizeCommitLog = 64 << 20
 	c.MappedFileSizeConsumeQueue = 20 * 300000
-	st, err := store.Open(c, nil)
+	st, err := store.Open(c, nil, store.WithTagsCoder(Topic, TagsCode))
 	if err != nil {
 		b.Fatal(err)
 	}

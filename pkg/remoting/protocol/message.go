@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -502,6 +503,23 @@ type RecordView struct {
 	BodyLength                int
 	Topic                     []byte
 	Properties                []byte
+}
+
+// PropertyBytes finds one property in an encoded property string held as
+// bytes (a RecordView's Properties) without allocating.
+func PropertyBytes(props []byte, key string) ([]byte, bool) {
+	for len(props) > 0 {
+		piece := props
+		if i := bytes.IndexByte(props, PropertySeparator); i >= 0 {
+			piece, props = props[:i], props[i+1:]
+		} else {
+			props = nil
+		}
+		if len(piece) > len(key) && piece[len(key)] == NameValueSeparator && string(piece[:len(key)]) == key {
+			return piece[len(key)+1:], true
+		}
+	}
+	return nil, false
 }
 
 // Property returns one property of the record without allocating a map.
