@@ -319,6 +319,24 @@ func (r *RedisServer) Start() error {
 	return waitTCP(r.addr, 20*time.Second)
 }
 
+// Pause stops the server with SIGSTOP: it keeps its port and its
+// connections but answers nothing, as a hung Redis does (a closed port
+// fails fast instead). Resume undoes it; call it before the test ends.
+func (r *RedisServer) Pause() error {
+	if r.cmd == nil {
+		return fmt.Errorf("testenv: redis-server not running")
+	}
+	return r.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (r *RedisServer) Resume() error {
+	if r.cmd == nil {
+		return fmt.Errorf("testenv: redis-server not running")
+	}
+	return r.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Stop kills the server (SIGKILL: Redis is gone, as in an outage) and
 // waits for it to exit. Its data is lost (it runs without persistence).
 func (r *RedisServer) Stop() {

@@ -27,10 +27,12 @@ type Effect func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error
 // key). It is safe for concurrent use and holds no per-message state; one
 // Consumer serves one handler (Options.Handler), wrapped once with Wrap.
 type Consumer struct {
-	db   *gorm.DB
-	rdb  redis.UniversalClient
-	opts Options
-	m    *metrics
+	db  *gorm.DB
+	rdb redis.UniversalClient
+	// ctxTimeouts: rdb honours context deadlines itself (see call).
+	ctxTimeouts bool
+	opts        Options
+	m           *metrics
 
 	// test hooks: beforeCommit runs inside the transaction after the
 	// effect, afterCommit after the commit and before Redis is updated.
@@ -57,7 +59,11 @@ func New(db *gorm.DB, rdb redis.UniversalClient, opts Options) (*Consumer, error
 	if err != nil {
 		return nil, fmt.Errorf("idempotent: metrics: %w", err)
 	}
-	return &Consumer{db: db, rdb: rdb, opts: opts, m: m}, nil
+	c := &Consumer{db: db, rdb: rdb, opts: opts, m: m}
+	if rdb != nil {
+		c.ctxTimeouts = ctxTimeouts(rdb)
+	}
+	return c, nil
 }
 
 // Wrap returns the mqclient.Handler that runs fn at most once per business

@@ -401,3 +401,38 @@ func TestValidate(t *testing.T) {
 		t.Errorf("no stores: got %v", err)
 	}
 }
+
+// A hung Redis (SIGSTOP: the port stays open, nothing answers) must cost
+// a delivery about RedisTimeout, not the client's read timeout and
+// retries, whatever the caller's go-redis options: the client here is
+// built as in the package example, without ContextTimeoutEnabled, so
+// go-redis itself ignores the context's deadline (issue #24: 5 s per
+// delivery before the fix).
+func TestHungRedisBoundedByRedisTimeout(t *testing.T) {
+	f := newFixture(t)
+	rdb := redis.NewClient(&redis.Options{Addr: f.redis.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	h := f.consumer(t, rdb, Options{RedisPolicy: FailClosedRetry}).Wrap(transfer)
+	if err := h(context.Background(), msg("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.redis.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.redis.Resume() })
+	for _, m := range []*mqclient.MessageExt{msg("a", "1"), msg("b", "2")} {
+		start := time.Now()
+		err := h(context.Background(), m)
+		took := time.Since(start)
+		if !errors.Is(err, ErrRedisUnavailable) {
+			t.Errorf("%s: got %v, want ErrRedisUnavailable", m.Key(), err)
+		}
+		// RedisTimeout is 200 ms; 2 s leaves room for a loaded machine
+		// and is still well under the 3 s read timeout that bounded it
+		// before.
+		if took > 2*time.Second {
+			t.Errorf("%s: delivery took %v with Redis hung, want about RedisTimeout (200ms)", m.Key(), took)
+		}
+		t.Logf("%s: %v with Redis hung", m.Key(), took)
+	}
+}

@@ -34,7 +34,13 @@
 //     (default; the database alone still guarantees at most once),
 //     FailClosedRetry (ErrRedisUnavailable: retry later), FailOpen
 //     (proceed unclaimed). Redis losing keys (restart, failover, eviction,
-//     expiry) never causes a second effect: the record holds.
+//     expiry) never causes a second effect: the record holds. A hung
+//     Redis (no answer) counts as down after Options.RedisTimeout per
+//     call, whatever the go-redis client's options: a client without
+//     ContextTimeoutEnabled ignores context deadlines, so its call is
+//     abandoned at the deadline (it ends at the client's own read
+//     timeout, holding a pool connection until then). Build the client
+//     with ContextTimeoutEnabled: true to avoid that.
 //   - Deadlocks and lock wait timeouts on the dedup insert (InnoDB gap and
 //     shared locks when concurrent inserts of one key meet a rollback) are
 //     ErrTransient: retried, never taken as "done".

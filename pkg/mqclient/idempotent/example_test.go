@@ -23,7 +23,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	// ContextTimeoutEnabled: go-redis then honours Options.RedisTimeout
+	// itself (without it the Consumer abandons the late call instead).
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 
 	idem, err := idempotent.New(db, rdb, idempotent.Options{
 		Group:       "payments",

@@ -78,7 +78,8 @@ type Options struct {
 	// It is a cache: the database record decides after it expires.
 	DoneTTL time.Duration
 	// RedisTimeout bounds each Redis call (default 200 ms), so that a
-	// hung Redis triggers the policy quickly.
+	// hung Redis triggers the policy quickly. It holds whatever the
+	// client's options (see the package doc on ContextTimeoutEnabled).
 	RedisTimeout time.Duration
 	// AckMismatch acknowledges a message whose key was done with another
 	// payload (still logged and counted) instead of returning

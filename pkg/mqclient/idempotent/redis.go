@@ -68,10 +68,48 @@ func (c *Consumer) redisCtx(ctx context.Context) (context.Context, context.Cance
 	return ctx, func() {}
 }
 
-func (c *Consumer) begin(ctx context.Context, k redisKeys, token string) (beginResult, string, error) {
+// ctxTimeouts reports whether rdb's commands honour their context's
+// deadline. go-redis ignores it unless ContextTimeoutEnabled is set and
+// then waits for its own read timeout (3 s by default, per attempt).
+func ctxTimeouts(rdb redis.UniversalClient) bool {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return r.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return r.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// call runs one Redis call bounded by RedisTimeout (and ctx). When the
+// client does not honour context deadlines, the call runs in a goroutine
+// that is abandoned at the deadline: it ends at the client's own timeout,
+// holding one pool connection until then. An abandoned call may still
+// reach Redis (a claim then lives until ClaimTTL, as after a crash).
+func (c *Consumer) call(ctx context.Context, f func(context.Context) error) error {
 	rctx, cancel := c.redisCtx(ctx)
 	defer cancel()
-	v, err := beginScript.Run(rctx, c.rdb, []string{k.claim, k.done}, token, c.opts.ClaimTTL.Milliseconds()).Slice()
+	if c.ctxTimeouts {
+		return f(rctx)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f(rctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-rctx.Done():
+		return fmt.Errorf("idempotent: redis call abandoned: %w", rctx.Err())
+	}
+}
+
+func (c *Consumer) begin(ctx context.Context, k redisKeys, token string) (beginResult, string, error) {
+	var v []any
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		v, err = beginScript.Run(ctx, c.rdb, []string{k.claim, k.done}, token, c.opts.ClaimTTL.Milliseconds()).Slice()
+		return err
+	})
 	if err != nil {
 		return 0, "", err
 	}
@@ -86,16 +124,18 @@ func (c *Consumer) begin(ctx context.Context, k redisKeys, token string) (beginR
 // finish marks k done with fp and releases the claim; reports whether the
 // claim was still ours.
 func (c *Consumer) finish(ctx context.Context, k redisKeys, token, fp string) (bool, error) {
-	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	n, err := finishScript.Run(rctx, c.rdb, []string{k.claim, k.done}, token, fp, c.opts.DoneTTL.Milliseconds()).Int()
+	var n int
+	err := c.call(context.WithoutCancel(ctx), func(ctx context.Context) (err error) {
+		n, err = finishScript.Run(ctx, c.rdb, []string{k.claim, k.done}, token, fp, c.opts.DoneTTL.Milliseconds()).Int()
+		return err
+	})
 	return n == 1, err
 }
 
 func (c *Consumer) release(ctx context.Context, k redisKeys, token string) error {
-	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	err := releaseScript.Run(rctx, c.rdb, []string{k.claim}, token).Err()
+	err := c.call(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		return releaseScript.Run(ctx, c.rdb, []string{k.claim}, token).Err()
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
@@ -105,7 +145,7 @@ func (c *Consumer) release(ctx context.Context, k redisKeys, token string) error
 // markDone sets the done marker (after a database duplicate hit, so that
 // the next duplicate is answered by Redis).
 func (c *Consumer) markDone(ctx context.Context, k redisKeys, fp string) error {
-	rctx, cancel := c.redisCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	return c.rdb.Set(rctx, k.done, fp, c.opts.DoneTTL).Err()
+	return c.call(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		return c.rdb.Set(ctx, k.done, fp, c.opts.DoneTTL).Err()
+	})
 }

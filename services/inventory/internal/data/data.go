@@ -86,6 +86,9 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 		DialTimeout:  durationOr(rc.GetDialTimeout().AsDuration(), time.Second),
 		ReadTimeout:  durationOr(rc.GetReadTimeout().AsDuration(), 500*time.Millisecond),
 		WriteTimeout: durationOr(rc.GetWriteTimeout().AsDuration(), 500*time.Millisecond),
+		// Context deadlines (idempotent.Options.RedisTimeout) bound
+		// each call, so a hung Redis triggers the fallback policy fast.
+		ContextTimeoutEnabled: true,
 	})
 	d := &Data{db: db, rdb: rdb, log: l}
 	cleanup := func() {

@@ -81,6 +81,9 @@ func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
 		Addr:         rc.GetAddr(),
 		ReadTimeout:  rc.GetReadTimeout().AsDuration(),
 		WriteTimeout: rc.GetWriteTimeout().AsDuration(),
+		// Context deadlines (idempotent.Options.RedisTimeout) bound
+		// each call, so a hung Redis triggers the fallback policy fast.
+		ContextTimeoutEnabled: true,
 	})
 	d := &Data{db: db, rdb: rdb, log: h}
 	cleanup := func() {
