@@ -38,6 +38,9 @@ type core struct {
 	routes  map[string]*route
 	brokers map[string]map[int64]string // brokerName -> id -> address, from every cached route
 
+	refreshMu sync.Mutex
+	refreshes map[string]*topicRefresh // on-demand route refreshes, per topic
+
 	heartbeat func() *protocol.HeartbeatData // nil: no heartbeats
 
 	stop     chan struct{}
@@ -78,6 +81,8 @@ func newCore(s settings) *core {
 		routes:   map[string]*route{},
 		brokers:  map[string]map[int64]string{},
 		stop:     make(chan struct{}),
+
+		refreshes: map[string]*topicRefresh{},
 	}
 	c.faults.init()
 	return c
@@ -301,6 +306,56 @@ func (c *core) route(ctx context.Context, topic string, autoCreate bool) (*route
 	return c.updateRoute(ctx, topic, autoCreate)
 }
 
+// topicRefresh throttles the on-demand refreshes of one topic's route.
+type topicRefresh struct {
+	sem  chan struct{} // held while one caller fetches; the others wait for it
+	last time.Time     // when the last on-demand fetch started
+}
+
+// refreshRoute re-fetches topic's route now, because a caller found it
+// stale: no writable queue, a broker that cannot be dialled or closed its
+// connection, TOPIC_NOT_EXIST, an unknown broker address. It is the one
+// place where such a failure turns into a fresh route; the periodic
+// refresh (WithRouteRefreshInterval) is only the backstop.
+//
+// Fetches of one topic are serialised and throttled: at most one per
+// settings.routeRetryGap (300 ms), so that a burst of failing sends costs
+// the NameServers one query, not one per send. A caller that arrives while
+// another fetches waits for that fetch and gets its result; a caller
+// within the gap gets the cached route (nil with ErrTopicNotFound when
+// there is none). Errors leave the cached route as it was.
+func (c *core) refreshRoute(ctx context.Context, topic string) (*route, error) {
+	c.refreshMu.Lock()
+	tr := c.refreshes[topic]
+	if tr == nil {
+		tr = &topicRefresh{sem: make(chan struct{}, 1)}
+		c.refreshes[topic] = tr
+	}
+	c.refreshMu.Unlock()
+	select {
+	case tr.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-tr.sem }()
+	if time.Since(tr.last) < c.s.routeRetryGap {
+		c.mu.RLock()
+		r := c.routes[topic]
+		c.mu.RUnlock()
+		if r == nil {
+			return nil, fmt.Errorf("%w: %s: route refreshed less than %v ago", ErrTopicNotFound, topic, c.s.routeRetryGap)
+		}
+		return r, nil
+	}
+	tr.last = time.Now()
+	r, err := c.updateRoute(ctx, topic, false)
+	if err != nil {
+		c.log.Debug("mqclient: route refresh on failure", "topic", topic, "err", err)
+		return nil, err
+	}
+	return r, nil
+}
+
 // refreshRoutes re-fetches every cached route; failures keep the old one.
 func (c *core) refreshRoutes(ctx context.Context) {
 	c.mu.RLock()
@@ -352,7 +407,7 @@ func (c *core) masterAddr(ctx context.Context, brokerName, topic string) (string
 		return a, nil
 	}
 	if topic != "" {
-		if _, err := c.updateRoute(ctx, topic, false); err == nil {
+		if _, err := c.refreshRoute(ctx, topic); err == nil {
 			c.mu.RLock()
 			a, ok = c.brokers[brokerName][protocol.MasterID]
 			c.mu.RUnlock()

@@ -58,6 +58,7 @@ type settings struct {
 	// timing
 	requestTimeout    time.Duration
 	routeRefresh      time.Duration
+	routeRetryGap     time.Duration // least time between two on-demand refreshes of one topic's route
 	heartbeatInterval time.Duration
 
 	// producer
@@ -100,6 +101,7 @@ func defaultSettings() settings {
 		logger:            slog.Default(),
 		requestTimeout:    3 * time.Second,
 		routeRefresh:      30 * time.Second,
+		routeRetryGap:     300 * time.Millisecond,
 		heartbeatInterval: 30 * time.Second,
 
 		producerGroup:  "DEFAULT_PRODUCER",

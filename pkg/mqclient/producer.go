@@ -430,6 +430,18 @@ func retryable(err error) bool {
 		errors.Is(err, remoting.ErrTimeout) || errors.Is(err, ErrBrokerNotFound)
 }
 
+// staleRoute reports whether a failed send suggests that the topic's
+// cached route is out of date: the broker is unreachable or closed the
+// connection (it died or restarted; its master may have moved or
+// re-registered), or it does not know the topic.
+func staleRoute(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Code == protocol.TopicNotExist
+	}
+	return errors.Is(err, remoting.ErrDial) || errors.Is(err, remoting.ErrClosed)
+}
+
 func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendResult, error) {
 	var lastErr error
 	lastBroker := ""
@@ -446,8 +458,16 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			continue
 		}
 		if len(r.pub) == 0 {
-			lastErr = fmt.Errorf("%w: %s has no writable queue", ErrTopicNotFound, o.topic)
-			break
+			// The cached route may predate a master's (re)registration:
+			// ask the NameServers now rather than at the next periodic
+			// refresh.
+			if fresh, ferr := p.c.refreshRoute(ctx, o.topic); ferr == nil {
+				r = fresh
+			}
+			if len(r.pub) == 0 {
+				lastErr = fmt.Errorf("%w: %s has no writable queue", ErrTopicNotFound, o.topic)
+				break
+			}
 		}
 		q := p.pick(o, r, lastBroker)
 		addr, err := p.c.masterAddr(ctx, q.BrokerName, o.topic)
@@ -464,9 +484,8 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			return res, nil
 		}
 		lastErr, lastBroker = err, q.BrokerName
-		var pe *protocol.Error
-		if errors.As(err, &pe) && pe.Code == protocol.TopicNotExist {
-			p.c.updateRoute(ctx, o.topic, false)
+		if staleRoute(err) {
+			p.c.refreshRoute(ctx, o.topic)
 		}
 		if !retryable(err) || (oneway && !errors.Is(err, remoting.ErrDial) && !errors.Is(err, remoting.ErrClosed)) {
 			break
