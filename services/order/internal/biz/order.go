@@ -343,7 +343,6 @@ func (uc *OrderUsecase) apply(ctx context.Context, in incoming, decide decision)
 			continue
 		}
 		next.Seq = snap.Seq + 1
-		next.UpdatedAt = uc.now()
 		payload := emit(next.Seq)
 		tag := eventv1.Tag(payload)
 		err = uc.pub.PublishInTx(ctx, Event{OrderID: next.ID, Seq: next.Seq, Payload: payload}, func(ctx context.Context) error {
@@ -354,14 +353,20 @@ func (uc *OrderUsecase) apply(ctx context.Context, in incoming, decide decision)
 			if cur.Seq != snap.Seq || cur.Status != snap.Status {
 				return errStale
 			}
+			// One instant for the received event and the one it causes,
+			// taken now (after the half message was stored), so that the
+			// timeline's times follow its order: the cause first (the row
+			// inserted first), then the effect, never the effect earlier.
+			at := uc.now()
+			next.UpdatedAt = at
 			if err := uc.repo.Update(ctx, next); err != nil {
 				return err
 			}
-			if err := uc.record(ctx, in, next, detail); err != nil {
+			if err := uc.recordAt(ctx, in, next, detail, at); err != nil {
 				return err
 			}
 			return uc.repo.AddTimeline(ctx, &TimelineEntry{OrderID: next.ID, Event: tag, Topic: eventv1.TopicOrderEvents,
-				Seq: next.Seq, Status: next.Status, Detail: detail, At: next.UpdatedAt})
+				Seq: next.Seq, Status: next.Status, Detail: detail, At: at})
 		})
 		switch {
 		case err == nil:
@@ -395,11 +400,17 @@ func (uc *OrderUsecase) lockFresh(ctx context.Context, in incoming) (*Order, err
 }
 
 func (uc *OrderUsecase) record(ctx context.Context, in incoming, o *Order, detail string) error {
+	return uc.recordAt(ctx, in, o, detail, uc.now())
+}
+
+// recordAt adds the received event in to the timeline at at; internal
+// triggers (topic "") are not recorded.
+func (uc *OrderUsecase) recordAt(ctx context.Context, in incoming, o *Order, detail string, at time.Time) error {
 	if in.topic == "" {
 		return nil
 	}
 	return uc.repo.AddTimeline(ctx, &TimelineEntry{OrderID: o.ID, Event: in.event, Topic: in.topic, Seq: in.seq,
-		Status: o.Status, Detail: detail, At: uc.now()})
+		Status: o.Status, Detail: detail, At: at})
 }
 
 // cancel turns a live order into CANCELLED and emits OrderCancelled.

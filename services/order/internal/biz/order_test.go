@@ -375,3 +375,36 @@ func TestOrderUsecaseSweepOverdue(t *testing.T) {
 		t.Fatalf("b = %s", got.Status)
 	}
 }
+
+// TestOrderUsecaseTimelineInOrder checks that the timeline lists events in
+// the order they happened and that their times agree with that order. The
+// clock moves on at every reading, as a real one does while the half
+// message is stored: the received PaymentSucceeded must not get a later
+// time than the OrderPaid it causes (it used to: OrderPaid kept the time
+// taken before the half message was sent).
+func TestOrderUsecaseTimelineInOrder(t *testing.T) {
+	e := newEnv(t)
+	e.uc.now = func() time.Time { e.clock = e.clock.Add(time.Millisecond); return e.clock }
+	o := e.create(t)
+	for i, s := range []step{reserved(1), paid(1, "pay1")} {
+		if err := s(e, o.ID); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	tl, err := e.store.Timeline(context.Background(), o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for i, en := range tl {
+		events = append(events, en.Event)
+		if i > 0 && en.At.Before(tl[i-1].At) {
+			t.Errorf("%s at %s is before %s at %s", en.Event, en.At.Format(time.StampMilli),
+				tl[i-1].Event, tl[i-1].At.Format(time.StampMilli))
+		}
+	}
+	want := []string{eventv1.TagOrderCreated, eventv1.TagStockReserved, eventv1.TagPaymentSucceeded, eventv1.TagOrderPaid}
+	if !slices.Equal(events, want) {
+		t.Fatalf("timeline %v, want %v", events, want)
+	}
+}
