@@ -655,10 +655,17 @@ func (pc *PushConsumer) locksLost(addr string) {
 	}
 }
 
-// lockLoop renews the locks of every assigned queue.
+// lockRetry is how soon a lock round that failed (a master unreachable or
+// restarting, a queue not granted) is tried again, instead of waiting the
+// whole lock interval: a master that comes back is locked within about a
+// second, so ordered consumption resumes with it.
+const lockRetry = time.Second
+
+// lockLoop renews the locks of every assigned queue, every lockInterval,
+// or after lockRetry when the last round did not lock every queue.
 func (pc *PushConsumer) lockLoop() {
 	defer pc.loops.Done()
-	t := time.NewTicker(pc.s.lockInterval)
+	t := time.NewTimer(pc.s.lockInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -666,13 +673,18 @@ func (pc *PushConsumer) lockLoop() {
 			return
 		case <-t.C:
 		}
-		pc.renewLocks()
+		next := pc.s.lockInterval
+		if !pc.renewLocks() {
+			next = min(next, lockRetry)
+		}
+		t.Reset(next)
 	}
 }
 
 // renewLocks renews the broker locks of every assigned queue that is not
 // being dropped, holding lockMu so no dropped queue is unlocked meanwhile.
-func (pc *PushConsumer) renewLocks() {
+// It reports whether every such queue is now locked.
+func (pc *PushConsumer) renewLocks() bool {
 	pc.lockMu.Lock()
 	defer pc.lockMu.Unlock()
 	pc.mu.Lock()
@@ -686,7 +698,7 @@ func (pc *PushConsumer) renewLocks() {
 	}
 	pc.mu.Unlock()
 	if len(qs) == 0 {
-		return
+		return true
 	}
 	ctx, cancel := pc.c.ctx()
 	got, err := pc.lock(ctx, qs)
@@ -694,11 +706,16 @@ func (pc *PushConsumer) renewLocks() {
 	if err != nil {
 		pc.s.logger.Debug("mqclient: renew locks", "err", err)
 	}
+	all := err == nil
 	for q, pq := range pqs {
 		if got[q] {
 			pq.setLocked(true)
-		} else if err == nil {
-			pq.setLocked(false)
+		} else {
+			all = false
+			if err == nil {
+				pq.setLocked(false)
+			}
 		}
 	}
+	return all
 }
