@@ -549,6 +549,133 @@ func (x *GetOrderReply) GetTimeline() []*TimelineEntry {
 	return nil
 }
 
+type ListOrdersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only orders in this status; UNSPECIFIED: any. Over HTTP: PAID or
+	// ORDER_STATUS_PAID (any case).
+	Status OrderStatus `protobuf:"varint,1,opt,name=status,proto3,enum=tide.order.v1.OrderStatus" json:"status,omitempty"`
+	// Only this user's orders; empty: any user (at most 64 bytes).
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Page size: 1 to 100; 0 means 20. Anything else is INVALID_ARGUMENT.
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// next_page_token of the previous page; empty: the first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrdersRequest) Reset() {
+	*x = ListOrdersRequest{}
+	mi := &file_order_v1_order_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrdersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrdersRequest) ProtoMessage() {}
+
+func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_order_v1_order_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
+func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
+	return file_order_v1_order_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListOrdersRequest) GetStatus() OrderStatus {
+	if x != nil {
+		return x.Status
+	}
+	return OrderStatus_ORDER_STATUS_UNSPECIFIED
+}
+
+func (x *ListOrdersRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ListOrdersRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListOrdersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListOrdersReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Orders []*OrderInfo `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
+	// Pass as page_token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrdersReply) Reset() {
+	*x = ListOrdersReply{}
+	mi := &file_order_v1_order_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrdersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrdersReply) ProtoMessage() {}
+
+func (x *ListOrdersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_order_v1_order_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrdersReply.ProtoReflect.Descriptor instead.
+func (*ListOrdersReply) Descriptor() ([]byte, []int) {
+	return file_order_v1_order_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListOrdersReply) GetOrders() []*OrderInfo {
+	if x != nil {
+		return x.Orders
+	}
+	return nil
+}
+
+func (x *ListOrdersReply) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_order_v1_order_proto protoreflect.FileDescriptor
 
 const file_order_v1_order_proto_rawDesc = "" +
@@ -591,16 +718,27 @@ const file_order_v1_order_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"y\n" +
 	"\rGetOrderReply\x12.\n" +
 	"\x05order\x18\x01 \x01(\v2\x18.tide.order.v1.OrderInfoR\x05order\x128\n" +
-	"\btimeline\x18\x02 \x03(\v2\x1c.tide.order.v1.TimelineEntryR\btimeline*\x93\x01\n" +
+	"\btimeline\x18\x02 \x03(\v2\x1c.tide.order.v1.TimelineEntryR\btimeline\"\x95\x01\n" +
+	"\x11ListOrdersRequest\x122\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1a.tide.order.v1.OrderStatusR\x06status\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"k\n" +
+	"\x0fListOrdersReply\x120\n" +
+	"\x06orders\x18\x01 \x03(\v2\x18.tide.order.v1.OrderInfoR\x06orders\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x93\x01\n" +
 	"\vOrderStatus\x12\x1c\n" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ORDER_STATUS_CREATED\x10\x01\x12\x19\n" +
 	"\x15ORDER_STATUS_RESERVED\x10\x02\x12\x15\n" +
 	"\x11ORDER_STATUS_PAID\x10\x03\x12\x1a\n" +
-	"\x16ORDER_STATUS_CANCELLED\x10\x042\xa4\x01\n" +
+	"\x16ORDER_STATUS_CANCELLED\x10\x042\xf4\x01\n" +
 	"\x05Order\x12Q\n" +
 	"\vCreateOrder\x12!.tide.order.v1.CreateOrderRequest\x1a\x1f.tide.order.v1.CreateOrderReply\x12H\n" +
-	"\bGetOrder\x12\x1e.tide.order.v1.GetOrderRequest\x1a\x1c.tide.order.v1.GetOrderReplyB(Z&github.com/tidemq/tide/api/order/v1;v1b\x06proto3"
+	"\bGetOrder\x12\x1e.tide.order.v1.GetOrderRequest\x1a\x1c.tide.order.v1.GetOrderReply\x12N\n" +
+	"\n" +
+	"ListOrders\x12 .tide.order.v1.ListOrdersRequest\x1a\x1e.tide.order.v1.ListOrdersReplyB(Z&github.com/tidemq/tide/api/order/v1;v1b\x06proto3"
 
 var (
 	file_order_v1_order_proto_rawDescOnce sync.Once
@@ -615,7 +753,7 @@ func file_order_v1_order_proto_rawDescGZIP() []byte {
 }
 
 var file_order_v1_order_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_order_v1_order_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_order_v1_order_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_order_v1_order_proto_goTypes = []any{
 	(OrderStatus)(0),              // 0: tide.order.v1.OrderStatus
 	(*OrderItem)(nil),             // 1: tide.order.v1.OrderItem
@@ -625,29 +763,35 @@ var file_order_v1_order_proto_goTypes = []any{
 	(*CreateOrderReply)(nil),      // 5: tide.order.v1.CreateOrderReply
 	(*GetOrderRequest)(nil),       // 6: tide.order.v1.GetOrderRequest
 	(*GetOrderReply)(nil),         // 7: tide.order.v1.GetOrderReply
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*ListOrdersRequest)(nil),     // 8: tide.order.v1.ListOrdersRequest
+	(*ListOrdersReply)(nil),       // 9: tide.order.v1.ListOrdersReply
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_order_v1_order_proto_depIdxs = []int32{
 	0,  // 0: tide.order.v1.OrderInfo.status:type_name -> tide.order.v1.OrderStatus
 	1,  // 1: tide.order.v1.OrderInfo.items:type_name -> tide.order.v1.OrderItem
-	8,  // 2: tide.order.v1.OrderInfo.cancel_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: tide.order.v1.OrderInfo.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: tide.order.v1.OrderInfo.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 2: tide.order.v1.OrderInfo.cancel_at:type_name -> google.protobuf.Timestamp
+	10, // 3: tide.order.v1.OrderInfo.created_at:type_name -> google.protobuf.Timestamp
+	10, // 4: tide.order.v1.OrderInfo.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 5: tide.order.v1.TimelineEntry.status:type_name -> tide.order.v1.OrderStatus
-	8,  // 6: tide.order.v1.TimelineEntry.at:type_name -> google.protobuf.Timestamp
+	10, // 6: tide.order.v1.TimelineEntry.at:type_name -> google.protobuf.Timestamp
 	1,  // 7: tide.order.v1.CreateOrderRequest.items:type_name -> tide.order.v1.OrderItem
 	2,  // 8: tide.order.v1.CreateOrderReply.order:type_name -> tide.order.v1.OrderInfo
 	2,  // 9: tide.order.v1.GetOrderReply.order:type_name -> tide.order.v1.OrderInfo
 	3,  // 10: tide.order.v1.GetOrderReply.timeline:type_name -> tide.order.v1.TimelineEntry
-	4,  // 11: tide.order.v1.Order.CreateOrder:input_type -> tide.order.v1.CreateOrderRequest
-	6,  // 12: tide.order.v1.Order.GetOrder:input_type -> tide.order.v1.GetOrderRequest
-	5,  // 13: tide.order.v1.Order.CreateOrder:output_type -> tide.order.v1.CreateOrderReply
-	7,  // 14: tide.order.v1.Order.GetOrder:output_type -> tide.order.v1.GetOrderReply
-	13, // [13:15] is the sub-list for method output_type
-	11, // [11:13] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	0,  // 11: tide.order.v1.ListOrdersRequest.status:type_name -> tide.order.v1.OrderStatus
+	2,  // 12: tide.order.v1.ListOrdersReply.orders:type_name -> tide.order.v1.OrderInfo
+	4,  // 13: tide.order.v1.Order.CreateOrder:input_type -> tide.order.v1.CreateOrderRequest
+	6,  // 14: tide.order.v1.Order.GetOrder:input_type -> tide.order.v1.GetOrderRequest
+	8,  // 15: tide.order.v1.Order.ListOrders:input_type -> tide.order.v1.ListOrdersRequest
+	5,  // 16: tide.order.v1.Order.CreateOrder:output_type -> tide.order.v1.CreateOrderReply
+	7,  // 17: tide.order.v1.Order.GetOrder:output_type -> tide.order.v1.GetOrderReply
+	9,  // 18: tide.order.v1.Order.ListOrders:output_type -> tide.order.v1.ListOrdersReply
+	16, // [16:19] is the sub-list for method output_type
+	13, // [13:16] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_order_v1_order_proto_init() }
@@ -662,7 +806,7 @@ func file_order_v1_order_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_order_v1_order_proto_rawDesc), len(file_order_v1_order_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

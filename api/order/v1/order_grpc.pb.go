@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Order_CreateOrder_FullMethodName = "/tide.order.v1.Order/CreateOrder"
 	Order_GetOrder_FullMethodName    = "/tide.order.v1.Order/GetOrder"
+	Order_ListOrders_FullMethodName  = "/tide.order.v1.Order/ListOrders"
 )
 
 // OrderClient is the client API for Order service.
@@ -31,7 +32,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Order creates and shows orders. HTTP routes (hand-written in the order
-// service): POST /v1/orders -> CreateOrder, GET /v1/orders/{id} -> GetOrder.
+// service): POST /v1/orders -> CreateOrder, GET /v1/orders/{id} -> GetOrder,
+// GET /v1/orders?status=&user_id=&limit=&page_token= -> ListOrders.
 type OrderClient interface {
 	// CreateOrder stores a new order in status CREATED, publishes its
 	// OrderCreated event (ordered by order id) and schedules its delayed
@@ -39,6 +41,9 @@ type OrderClient interface {
 	CreateOrder(ctx context.Context, in *CreateOrderRequest, opts ...grpc.CallOption) (*CreateOrderReply, error)
 	// GetOrder returns the order and its event timeline, oldest first.
 	GetOrder(ctx context.Context, in *GetOrderRequest, opts ...grpc.CallOption) (*GetOrderReply, error)
+	// ListOrders returns the most recent orders first, optionally only those
+	// in one status and/or of one user, one page at a time.
+	ListOrders(ctx context.Context, in *ListOrdersRequest, opts ...grpc.CallOption) (*ListOrdersReply, error)
 }
 
 type orderClient struct {
@@ -69,12 +74,23 @@ func (c *orderClient) GetOrder(ctx context.Context, in *GetOrderRequest, opts ..
 	return out, nil
 }
 
+func (c *orderClient) ListOrders(ctx context.Context, in *ListOrdersRequest, opts ...grpc.CallOption) (*ListOrdersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListOrdersReply)
+	err := c.cc.Invoke(ctx, Order_ListOrders_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OrderServer is the server API for Order service.
 // All implementations must embed UnimplementedOrderServer
 // for forward compatibility.
 //
 // Order creates and shows orders. HTTP routes (hand-written in the order
-// service): POST /v1/orders -> CreateOrder, GET /v1/orders/{id} -> GetOrder.
+// service): POST /v1/orders -> CreateOrder, GET /v1/orders/{id} -> GetOrder,
+// GET /v1/orders?status=&user_id=&limit=&page_token= -> ListOrders.
 type OrderServer interface {
 	// CreateOrder stores a new order in status CREATED, publishes its
 	// OrderCreated event (ordered by order id) and schedules its delayed
@@ -82,6 +98,9 @@ type OrderServer interface {
 	CreateOrder(context.Context, *CreateOrderRequest) (*CreateOrderReply, error)
 	// GetOrder returns the order and its event timeline, oldest first.
 	GetOrder(context.Context, *GetOrderRequest) (*GetOrderReply, error)
+	// ListOrders returns the most recent orders first, optionally only those
+	// in one status and/or of one user, one page at a time.
+	ListOrders(context.Context, *ListOrdersRequest) (*ListOrdersReply, error)
 	mustEmbedUnimplementedOrderServer()
 }
 
@@ -97,6 +116,9 @@ func (UnimplementedOrderServer) CreateOrder(context.Context, *CreateOrderRequest
 }
 func (UnimplementedOrderServer) GetOrder(context.Context, *GetOrderRequest) (*GetOrderReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetOrder not implemented")
+}
+func (UnimplementedOrderServer) ListOrders(context.Context, *ListOrdersRequest) (*ListOrdersReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListOrders not implemented")
 }
 func (UnimplementedOrderServer) mustEmbedUnimplementedOrderServer() {}
 func (UnimplementedOrderServer) testEmbeddedByValue()               {}
@@ -155,6 +177,24 @@ func _Order_GetOrder_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Order_ListOrders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListOrdersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrderServer).ListOrders(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Order_ListOrders_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrderServer).ListOrders(ctx, req.(*ListOrdersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Order_ServiceDesc is the grpc.ServiceDesc for Order service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -169,6 +209,10 @@ var Order_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetOrder",
 			Handler:    _Order_GetOrder_Handler,
+		},
+		{
+			MethodName: "ListOrders",
+			Handler:    _Order_ListOrders_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

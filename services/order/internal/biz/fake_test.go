@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,4 +217,17 @@ func (c *catalog) Prices(_ context.Context, ids []string) (map[string]int64, err
 		}
 	}
 	return out, nil
+}
+
+func (s *store) List(_ context.Context, f ListFilter) ([]*Order, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Order
+	for _, o := range s.orders {
+		if (f.Status == "" || o.Status == f.Status) && (f.UserID == "" || o.UserID == f.UserID) && (f.After == "" || o.ID < f.After) {
+			out = append(out, o.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b *Order) int { return strings.Compare(b.ID, a.ID) })
+	return out[:min(len(out), f.Limit)], nil
 }

@@ -139,6 +139,68 @@ type OrderRepo interface {
 	// Overdue returns up to limit ids of live orders whose CancelAt is
 	// not after now.
 	Overdue(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// List returns up to f.Limit orders matching f, greatest id (newest)
+	// first, with ids below f.After when it is set.
+	List(ctx context.Context, f ListFilter) ([]*Order, error)
+}
+
+// ListFilter selects orders for List. Zero fields select everything.
+type ListFilter struct {
+	Status Status
+	UserID string
+	// After is the id of the last order of the previous page: only
+	// smaller (older: ids are UUIDv7, ordered by creation time) ids.
+	After string
+	Limit int
+}
+
+// Page sizes of List.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// List returns a page of orders, newest first, and the token of the next
+// page ("" on the last one). Limit 0 means DefaultListLimit; a limit
+// outside [0, MaxListLimit], a user id over 64 bytes or a malformed page
+// token is ErrInvalidArgument.
+func (uc *OrderUsecase) List(ctx context.Context, f ListFilter) ([]*Order, string, error) {
+	switch {
+	case f.Limit < 0 || f.Limit > MaxListLimit:
+		return nil, "", ErrInvalidArgument.WithMetadata(map[string]string{"field": "limit", "why": fmt.Sprintf("1 to %d", MaxListLimit)})
+	case len(f.UserID) > 64:
+		return nil, "", ErrInvalidArgument.WithMetadata(map[string]string{"field": "user_id", "why": "at most 64 bytes"})
+	case f.After != "" && !validID(f.After):
+		return nil, "", ErrInvalidArgument.WithMetadata(map[string]string{"field": "page_token"})
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	want := f.Limit
+	f.Limit++ // one more tells whether there is a next page
+	os, err := uc.repo.List(ctx, f)
+	if err != nil {
+		return nil, "", ErrUnavailable.WithCause(fmt.Errorf("list orders: %w", err))
+	}
+	if len(os) <= want {
+		return os, "", nil
+	}
+	os = os[:want]
+	return os, os[want-1].ID, nil
+}
+
+// validID reports whether s looks like an order id (a UUID's characters,
+// at most 36 of them).
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 36 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrTooEarly is returned by CancelIfUnpaid when a timer fires before the

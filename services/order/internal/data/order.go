@@ -185,3 +185,29 @@ func (r *orderRepo) Overdue(ctx context.Context, now time.Time, limit int) ([]st
 	}
 	return ids, nil
 }
+
+func (r *orderRepo) List(ctx context.Context, f biz.ListFilter) ([]*biz.Order, error) {
+	q := r.data.DB(ctx).Model(&orderRow{})
+	if f.Status != "" {
+		q = q.Where("status = ?", string(f.Status))
+	}
+	if f.UserID != "" {
+		q = q.Where("user_id = ?", f.UserID)
+	}
+	if f.After != "" {
+		q = q.Where("id < ?", f.After)
+	}
+	var rows []orderRow
+	if err := q.Order("id DESC").Limit(f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("select orders: %w", err)
+	}
+	out := make([]*biz.Order, 0, len(rows))
+	for i := range rows {
+		o, err := rows[i].toBiz()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	nethttp "net/http"
+	"strconv"
 
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware/logging"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
@@ -59,8 +61,8 @@ func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness,
 	return srv
 }
 
-// registerOrderHTTP maps POST /v1/orders and GET /v1/orders/{id} to the
-// service.
+// registerOrderHTTP maps POST /v1/orders, GET /v1/orders (list) and GET
+// /v1/orders/{id} to the service.
 func registerOrderHTTP(srv *http.Server, s orderv1.OrderServer) {
 	r := srv.Route("/")
 	r.POST("/v1/orders", func(ctx http.Context) error {
@@ -71,6 +73,31 @@ func registerOrderHTTP(srv *http.Server, s orderv1.OrderServer) {
 		http.SetOperation(ctx, orderv1.Order_CreateOrder_FullMethodName)
 		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
 			return s.CreateOrder(ctx, req.(*orderv1.CreateOrderRequest))
+		})
+		out, err := h(ctx, &in)
+		if err != nil {
+			return err
+		}
+		return ctx.Result(200, out)
+	})
+	r.GET("/v1/orders", func(ctx http.Context) error {
+		q := ctx.Request().URL.Query()
+		st, ok := service.ParseStatus(q.Get("status"))
+		if !ok {
+			return biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "status",
+				"why": "one of CREATED, RESERVED, PAID, CANCELLED"})
+		}
+		in := orderv1.ListOrdersRequest{Status: st, UserId: q.Get("user_id"), PageToken: q.Get("page_token")}
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.ParseInt(l, 10, 32)
+			if err != nil {
+				return biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "limit", "why": "an integer"})
+			}
+			in.Limit = int32(n)
+		}
+		http.SetOperation(ctx, orderv1.Order_ListOrders_FullMethodName)
+		h := ctx.Middleware(func(ctx context.Context, req any) (any, error) {
+			return s.ListOrders(ctx, req.(*orderv1.ListOrdersRequest))
 		})
 		out, err := h(ctx, &in)
 		if err != nil {

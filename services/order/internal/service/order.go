@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -50,6 +51,58 @@ func (s *OrderService) GetOrder(ctx context.Context, req *orderv1.GetOrderReques
 			Detail: e.Detail, At: ts(e.At)}
 	}
 	return reply, nil
+}
+
+// ListOrders returns a page of orders, newest first.
+func (s *OrderService) ListOrders(ctx context.Context, req *orderv1.ListOrdersRequest) (*orderv1.ListOrdersReply, error) {
+	f := biz.ListFilter{UserID: req.GetUserId(), After: req.GetPageToken(), Limit: int(req.GetLimit())}
+	if req.GetStatus() != orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED {
+		st, ok := fromStatus(req.GetStatus())
+		if !ok {
+			return nil, biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "status"})
+		}
+		f.Status = st
+	}
+	os, next, err := s.uc.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	reply := &orderv1.ListOrdersReply{Orders: make([]*orderv1.OrderInfo, len(os)), NextPageToken: next}
+	for i, o := range os {
+		reply.Orders[i] = toInfo(o)
+	}
+	return reply, nil
+}
+
+// ParseStatus reads an order status as the HTTP API accepts it: PAID or
+// ORDER_STATUS_PAID, in any case; "" is UNSPECIFIED (any status).
+func ParseStatus(s string) (orderv1.OrderStatus, bool) {
+	if s == "" {
+		return orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED, true
+	}
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "ORDER_STATUS_") {
+		s = "ORDER_STATUS_" + s
+	}
+	v, ok := orderv1.OrderStatus_value[s]
+	if !ok || v == int32(orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED) {
+		return 0, false
+	}
+	return orderv1.OrderStatus(v), true
+}
+
+func fromStatus(s orderv1.OrderStatus) (biz.Status, bool) {
+	switch s {
+	case orderv1.OrderStatus_ORDER_STATUS_CREATED:
+		return biz.StatusCreated, true
+	case orderv1.OrderStatus_ORDER_STATUS_RESERVED:
+		return biz.StatusReserved, true
+	case orderv1.OrderStatus_ORDER_STATUS_PAID:
+		return biz.StatusPaid, true
+	case orderv1.OrderStatus_ORDER_STATUS_CANCELLED:
+		return biz.StatusCancelled, true
+	}
+	return "", false
 }
 
 func toInfo(o *biz.Order) *orderv1.OrderInfo {
