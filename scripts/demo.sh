@@ -91,6 +91,31 @@ clear_faults() { for u in "$ORDER" "$INVENTORY" "$PAYMENT"; do api DELETE "$u/v1
 restarts() { docker inspect -f '{{.RestartCount}}' "$(compose ps -q "$1")"; }
 wait_ready() { for _ in $(seq 150); do curl -fsS "$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
 key() { echo "demo-$1-$(date +%s%N)"; }
+# health ID: the container's health (or state when it has no healthcheck)
+health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(compose ps -q "$1")" 2>/dev/null; }
+# accepts_writes [SECONDS]: waits until the three services are ready and
+# the system takes a write end to end: a probe order (user u-probe, product
+# p-probe, which has no stock: inventory rejects it and the order is
+# cancelled at once, nothing reserved, nothing paid) must be accepted,
+# which needs the database and a transactional message on the broker.
+# Prints how long it waited; returns 1 if it never did.
+accepts_writes() {
+	local t=${1:-90} start=$SECONDS u
+	for u in "$ORDER" "$INVENTORY" "$PAYMENT"; do
+		until curl -fsS -m 2 "$u/readyz" >/dev/null 2>&1; do
+			[ $((SECONDS - start)) -ge "$t" ] && { say "not ready: $u/readyz"; return 1; }
+			sleep 0.5
+		done
+	done
+	while :; do
+		api POST "$ORDER/v1/orders" '{"user_id":"u-probe","items":[{"product_id":"p-probe","quantity":1,"unit_price":"1"}]}'
+		[ "$code" = 200 ] && break
+		[ $((SECONDS - start)) -ge "$t" ] && { say "writes still refused after ${t}s: HTTP $code $(jq -r '.message // .reason // empty' <<<"$resp" 2>/dev/null)"; return 1; }
+		sleep 0.5
+	done
+	[ $((SECONDS - start)) -gt 1 ] && say "${D}the system accepts writes again after $((SECONDS - start)) s${N}"
+	return 0
+}
 
 happy() {
 	title "1. Happy path: order -> stock reserved -> paid -> sold"
@@ -223,34 +248,57 @@ consumer() {
 	reserved=$(sql tide_inventory -e "SELECT COUNT(*) FROM reservations WHERE order_id='$id'")
 	say "order $st; reservations for the order: $reserved"
 	pay "$(key consumer)" "$id" u-bob 240
-	wait_status "$id" 30 PAID >/dev/null
-	[ "$reserved" = 1 ] && ok "the redelivered message reserved nothing more" || bad "$reserved reservations"
+	pst=$(wait_status "$id" 30 PAID)
+	say "payment: HTTP $code; order $pst"
+	[ "$reserved" = 1 ] && [ "$pst" = PAID ] && ok "the redelivered message reserved nothing more; order PAID" || bad "$reserved reservations, order $pst"
 }
 
 broker() {
 	title "8. The broker master is killed, then restarted"
 	step "inventory stopped: OrderCreated events wait in the broker"
 	compose stop inventory >/dev/null 2>&1
-	ids=()
-	for i in 1 2 3; do ids+=("$(new_order u-alice p-apple "$i" 120)"); done
-	say "orders ${ids[*]} acknowledged (SYNC_MASTER: on master and slave)"
+	ids=() refused=0
+	for i in 1 2 3; do
+		if id=$(new_order u-alice p-apple "$i" 120); then ids+=("$id"); else refused=$((refused + 1)); fi
+	done
+	say "${#ids[@]} orders acknowledged (SYNC_MASTER: stored on master and slave), $refused refused: ${ids[*]}"
+	if [ "$refused" -gt 0 ]; then compose start inventory >/dev/null 2>&1; bad "$refused of 3 orders refused with the broker up"; return; fi
 	step "broker-a (master) killed; inventory back"
 	compose kill broker-a >/dev/null 2>&1
 	compose start inventory >/dev/null 2>&1
 	wait_ready "$INVENTORY"
-	sleep 5
+	sleep 2
 	n=$(sql tide_inventory -e "SELECT COUNT(*) FROM reservations WHERE order_id IN ('${ids[0]}','${ids[1]}','${ids[2]}')")
-	say "with the master down, inventory processed $n of 3 (ordered consumers need the master's queue locks)"
+	say "with the master down, inventory reserved $n of 3 (ordered consumers need the master's queue locks)"
 	step "broker-a restarted"
+	t0=$SECONDS
 	compose start broker-a >/dev/null 2>&1
+	until [ "$(health broker-a)" = healthy ] || [ $((SECONDS - t0)) -ge 60 ]; do sleep 0.5; done
+	say "broker-a healthy after $((SECONDS - t0)) s ($(health broker-a))"
+	local reserved=0 accepted=0 rejected=0 paid=0 cancelled=0 other=0 st
 	for id in "${ids[@]}"; do
 		st=$(wait_status "$id" 60 RESERVED CANCELLED)
-		say "order $id: $st"
-		[ "$st" = RESERVED ] && pay "$(key broker)" "$id" u-alice "$(total_of "$id")"
+		say "order $id: $st ($((SECONDS - t0)) s after the restart)"
+		[ "$st" = RESERVED ] || continue
+		reserved=$((reserved + 1))
+		pay "$(key broker)" "$id" u-alice "$(total_of "$id")"
+		if [ "$code" = 200 ]; then
+			accepted=$((accepted + 1)); say "payment accepted: $(jq -c '.payment | {id, status}' <<<"$resp" 2>/dev/null)"
+		else
+			rejected=$((rejected + 1)); say "payment refused: HTTP $code $(jq -r '.message // .reason // empty' <<<"$resp" 2>/dev/null)"
+		fi
 	done
-	all=1
-	for id in "${ids[@]}"; do st=$(wait_status "$id" 30 PAID CANCELLED) || all=0; say "order $id: $st"; done
-	[ $all = 1 ] && ok "nothing acknowledged was lost" || bad "an order did not finish"
+	for id in "${ids[@]}"; do
+		st=$(wait_status "$id" 30 PAID CANCELLED)
+		case $st in PAID) paid=$((paid + 1)) ;; CANCELLED) cancelled=$((cancelled + 1)) ;; *) other=$((other + 1)) ;; esac
+		say "order $id: $st"
+	done
+	say "orders: ${#ids[@]} acknowledged, $reserved reserved after the restart; payments: $accepted accepted, $rejected refused; orders: $paid PAID, $cancelled CANCELLED, $other unfinished"
+	if [ "$reserved" = 3 ] && [ "$accepted" = 3 ] && [ "$paid" = 3 ]; then
+		ok "the 3 orders acknowledged before the crash were reserved after the restart, paid and PAID"
+	else
+		bad "expected 3 reserved, 3 payments accepted, 3 PAID"
+	fi
 }
 
 redis() {
@@ -330,14 +378,19 @@ all=(happy timeout late crash-after crash-before twice consumer broker redis rec
 trap clear_faults EXIT
 for s in "${all[@]}"; do
 	current=$s
+	if ! accepts_writes 90; then
+		title "$s"; bad "the system did not accept writes within 90 s before the scenario"; continue
+	fi
+	t=$SECONDS
 	case $s in
 		happy) happy ;; timeout) timeout ;; late) late ;; crash-after) crash_after ;; crash-before) crash_before ;;
 		twice) twice ;; consumer) consumer ;; broker) broker ;; redis) redis ;; reconcile) reconcile ;; check) check ;;
 		*) echo "demo: unknown scenario $s (one of: ${all[*]})" >&2; exit 2 ;;
 	esac
 	clear_faults
+	printf '   %s(%s: %d s)%s\n' "$D" "$s" $((SECONDS - t)) "$N"
 done
-printf '\n%sDemo summary%s: %d ok, %d failed, %d skipped\n' "$B" "$N" "${#passed[@]}" "${#failed[@]}" "${#skipped[@]}"
+printf '\n%sDemo summary%s: %d ok, %d failed, %d skipped in %d s\n' "$B" "$N" "${#passed[@]}" "${#failed[@]}" "${#skipped[@]}" "$SECONDS"
 for s in "${failed[@]}"; do printf '   %sFAILED%s %s\n' "$R" "$N" "$s"; done
 for s in "${skipped[@]}"; do printf '   %sSKIPPED%s %s\n' "$Y" "$N" "$s"; done
 [ ${#failed[@]} -eq 0 ]
