@@ -419,6 +419,59 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 			t.Fatalf("invalid create: %v", err)
 		}
 	})
+
+	t.Run("list", func(t *testing.T) {
+		list := func(query string) (*orderv1.ListOrdersReply, int, string) {
+			t.Helper()
+			resp, err := nethttp.Get(s.httpBase + "/v1/orders?" + query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var out orderv1.ListOrdersReply
+			if resp.StatusCode == 200 {
+				if err := protojson.Unmarshal(b, &out); err != nil {
+					t.Fatalf("%s: %v", b, err)
+				}
+			}
+			return &out, resp.StatusCode, string(b)
+		}
+		var ids []string
+		for range 3 {
+			created, code, body := s.httpCreate(t, `{"user_id":"u-list","items":[{"product_id":"p1","quantity":1,"unit_price":"7"}]}`)
+			if code != 200 {
+				t.Fatalf("POST: %d %s", code, body)
+			}
+			ids = append(ids, created.GetOrder().GetId())
+		}
+		page, code, body := list("user_id=u-list&limit=2")
+		if code != 200 || len(page.GetOrders()) != 2 || page.GetNextPageToken() == "" ||
+			page.GetOrders()[0].GetId() != ids[2] || page.GetOrders()[1].GetId() != ids[1] {
+			t.Fatalf("first page: %d %s", code, body)
+		}
+		page, code, body = list("user_id=u-list&limit=2&page_token=" + page.GetNextPageToken())
+		if code != 200 || len(page.GetOrders()) != 1 || page.GetNextPageToken() != "" || page.GetOrders()[0].GetId() != ids[0] {
+			t.Fatalf("last page: %d %s", code, body)
+		}
+		if page, code, body = list("status=paid&user_id=u1"); code != 200 || len(page.GetOrders()) != 1 ||
+			page.GetOrders()[0].GetStatus() != orderv1.OrderStatus_ORDER_STATUS_PAID {
+			t.Fatalf("PAID orders of u1: %d %s", code, body)
+		}
+		if page, code, body = list("status=ORDER_STATUS_CANCELLED&user_id=u-list"); code != 200 || len(page.GetOrders()) != 0 {
+			t.Fatalf("no CANCELLED orders of u-list: %d %s", code, body)
+		}
+		for _, q := range []string{"status=SHIPPED", "limit=101", "limit=-1", "limit=ten", "page_token=not%20an%20id",
+			"user_id=" + strings.Repeat("u", 65)} {
+			if _, code, body := list(q); code != 400 || !strings.Contains(body, biz.ReasonInvalidArgument) {
+				t.Errorf("%s: %d %s, want 400 %s", q, code, body, biz.ReasonInvalidArgument)
+			}
+		}
+		reply, err := s.grpc.ListOrders(ctx, &orderv1.ListOrdersRequest{UserId: "u-list", Limit: 1})
+		if err != nil || len(reply.GetOrders()) != 1 || reply.GetOrders()[0].GetId() != ids[2] {
+			t.Fatalf("gRPC ListOrders: %v %v", reply, err)
+		}
+	})
 }
 
 // TestServerCancelsUnpaidOrder: the delayed cancellation timer fires and
