@@ -377,3 +377,37 @@ func TestScheduledStartShutdown(t *testing.T) {
 		t.Fatalf("scheduled runs called Repair %d times, want 5", n)
 	}
 }
+
+// TestInvolving finds the discrepancies of one key and the runs that dealt
+// with them, and nothing for an unknown key or a LIKE wildcard.
+func TestInvolving(t *testing.T) {
+	f := setup(t)
+	r := f.runner(t)
+	ctx := context.Background()
+	first, err := r.RunOnce(ctx, f.job, reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.RunOnce(ctx, f.job, reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, runs, err := r.Involving(ctx, "p02", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Key != "p02" {
+		t.Fatalf("records %+v, want p02's", recs)
+	}
+	// p02 (open, not repairable) was found by the first run and seen again
+	// by the second.
+	if len(runs) != 2 || runs[0] != second.RunID || runs[1] != first.RunID {
+		t.Fatalf("runs %v, want [%d %d]", runs, second.RunID, first.RunID)
+	}
+	for _, s := range []string{"nope", "p_2", "p%2", ""} { // wildcards match only themselves
+		recs, runs, err := r.Involving(ctx, s, 10)
+		if err != nil || len(recs) != 0 || len(runs) != 0 {
+			t.Errorf("Involving(%q) = %d records, runs %v, %v; want none", s, len(recs), runs, err)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -470,7 +472,62 @@ func (r *Runner) Discrepancies(ctx context.Context, job string, statuses ...Stat
 			args = append(args, s)
 		}
 	}
-	rows, err := r.db.WithContext(ctx).Raw(q+" ORDER BY id", args...).Rows()
+	return r.records(ctx, q+" ORDER BY id", args...)
+}
+
+// Involving returns, for a business key such as an order id, up to limit
+// stored discrepancies (newest first) whose key or evidence contains it,
+// and the ids of the runs that found them or acted on them (from
+// reconcile_audit), newest first. It matches by substring, so keys that
+// embed the id ("payment:…", evidence naming the order) are found; give
+// an id long enough not to be a substring of unrelated ones (a UUID).
+// An empty s matches nothing.
+func (r *Runner) Involving(ctx context.Context, s string, limit int) ([]Record, []int64, error) {
+	if s == "" || limit <= 0 {
+		return []Record{}, []int64{}, nil
+	}
+	like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s) + "%"
+	recs, err := r.records(ctx, `SELECT id, job, dkey, class, status, action, evidence, occurrence, idempotency_key, attempts,
+		first_run_id, last_run_id, note, created_at, updated_at FROM reconcile_discrepancies
+		WHERE dkey = ? OR dkey LIKE ? OR evidence LIKE ? ORDER BY id DESC LIMIT ?`, s, like, like, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	if recs == nil {
+		recs = []Record{}
+	}
+	seen := map[int64]bool{}
+	ids := []int64{}
+	add := func(id int64) {
+		if id > 0 && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	discs := make([]int64, 0, len(recs))
+	for _, rec := range recs {
+		add(rec.FirstRunID)
+		add(rec.LastRunID)
+		discs = append(discs, rec.ID)
+	}
+	if len(discs) > 0 {
+		var audited []int64
+		if err := r.db.WithContext(ctx).Raw(`SELECT DISTINCT run_id FROM reconcile_audit
+			WHERE run_id IS NOT NULL AND discrepancy_id IN ?`, discs).Scan(&audited).Error; err != nil {
+			return nil, nil, fmt.Errorf("reconcile: audit of %s: %w", s, err)
+		}
+		for _, id := range audited {
+			add(id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(b, a) })
+	return recs, ids, nil
+}
+
+// records runs a SELECT of reconcile_discrepancies' columns (in Record's
+// order) and scans its rows.
+func (r *Runner) records(ctx context.Context, q string, args ...any) ([]Record, error) {
+	rows, err := r.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: list: %w", err)
 	}

@@ -265,12 +265,24 @@ type runRow struct {
 }
 
 // Runs returns the recent runs of job ("" for all), newest first (the
-// reconcile_runs table; dry runs are not recorded).
-func (r *Reconciler) Runs(ctx context.Context, job string, limit int) ([]runRow, error) {
+// reconcile_runs table; dry runs are not recorded). With an orderID, only
+// the runs that found or repaired a discrepancy of that order
+// (reconcile.Involving): none for an order the job never flagged.
+func (r *Reconciler) Runs(ctx context.Context, job, orderID string, limit int) ([]runRow, error) {
 	q := r.db.WithContext(ctx).Table("reconcile_runs").
 		Select("id, job, status, checked, found, in_flight, repaired, resumes, last_error, started_at, finished_at")
 	if job != "" {
 		q = q.Where("job = ?", job)
+	}
+	if orderID != "" {
+		_, ids, err := r.runner.Involving(ctx, orderID, limit)
+		if err != nil {
+			return nil, fmt.Errorf("server: runs of order %s: %w", orderID, err)
+		}
+		if len(ids) == 0 {
+			return []runRow{}, nil
+		}
+		q = q.Where("id IN ?", ids)
 	}
 	out := []runRow{}
 	if err := q.Order("id DESC").Limit(limit).Scan(&out).Error; err != nil {
@@ -280,14 +292,19 @@ func (r *Reconciler) Runs(ctx context.Context, job string, limit int) ([]runRow,
 }
 
 // Handler serves POST /v1/reconcile/{job} (JSON body {"dry_run":bool} or
-// none) and GET /v1/reconcile/runs?job=X. Errors take the shape and the
-// input rules of services/kit/api (in).
+// none) and GET /v1/reconcile/runs?job=X&order_id=Y (both optional).
+// Errors take the shape and the input rules of services/kit/api (in).
 func (r *Reconciler) Handler(in *api.Input) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, req *nethttp.Request) {
 		name := strings.Trim(strings.TrimPrefix(req.URL.Path, "/v1/reconcile"), "/")
 		switch {
 		case req.Method == nethttp.MethodGet && name == "runs":
-			runs, err := r.Runs(req.Context(), req.URL.Query().Get("job"), 50)
+			orderID := req.URL.Query().Get("order_id")
+			if len(orderID) > 64 {
+				in.EncodeError(w, req, kerrors.BadRequest("INVALID_ARGUMENT", "order_id: at most 64 bytes"))
+				return
+			}
+			runs, err := r.Runs(req.Context(), req.URL.Query().Get("job"), orderID, 50)
 			if err != nil {
 				in.EncodeError(w, req, kerrors.ServiceUnavailable("UNAVAILABLE", "the runs could not be read; it was logged").WithCause(err))
 				return

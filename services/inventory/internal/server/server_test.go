@@ -412,6 +412,20 @@ func TestServerReconcileReservations(t *testing.T) {
 	if len(runs.Runs) != 2 || runs.Runs[0]["status"] != "done" {
 		t.Fatalf("runs = %+v", runs)
 	}
+	// Filtered by order: o-orphan was found and repaired by the first run
+	// only; an order no run flagged has none.
+	for q, want := range map[string]int{"o-orphan": 1, "nope": 0} {
+		resp, err := nethttp.Get(s.httpURL + "/v1/reconcile/runs?order_id=" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs struct{ Runs []map[string]any }
+		json.NewDecoder(resp.Body).Decode(&rs)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(rs.Runs) != want || (want == 1 && fmt.Sprint(rs.Runs[0]["id"]) != fmt.Sprint(run.RunID)) {
+			t.Fatalf("runs of %s: %d %+v, want %d (run %d)", q, resp.StatusCode, rs, want, run.RunID)
+		}
+	}
 	if m := metricsText(t, s.httpURL); !strings.Contains(m, `mqclient_reconcile_discrepancies_total{class="reservation_without_order",job="reservations"}`) {
 		t.Fatalf("metrics lack the discrepancy count")
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,6 +293,26 @@ func TestFlowReconcilePayments(t *testing.T) {
 	}
 	if runs.status != 200 || json.Unmarshal([]byte(runs.raw), &rr) != nil || len(rr.Runs) != 2 || len(rr.Audit) == 0 {
 		t.Fatalf("runs: %d %s", runs.status, runs.raw)
+	}
+	// Filtered by order: or4's refund was found and repaired by the first
+	// run only; an order no job flagged has no runs.
+	runs = s.do(t, "GET", "/v1/reconcile/runs?order_id=or4", nil, nil)
+	rr.Runs, rr.Audit = nil, nil
+	if runs.status != 200 || json.Unmarshal([]byte(runs.raw), &rr) != nil || len(rr.Runs) != 1 || rr.Runs[0].ID != rep.RunID ||
+		len(rr.Audit) == 0 {
+		t.Fatalf("runs of or4 (want run %d): %d %s", rep.RunID, runs.status, runs.raw)
+	}
+	for _, a := range rr.Audit {
+		if a.DiscrepancyID == nil {
+			t.Fatalf("audit entry of another order: %+v", a)
+		}
+	}
+	runs = s.do(t, "GET", "/v1/reconcile/runs?order_id=nope", nil, nil)
+	if runs.status != 200 || json.Unmarshal([]byte(runs.raw), &rr) != nil || len(rr.Runs) != 0 || len(rr.Audit) != 0 {
+		t.Fatalf("runs of an unknown order: %d %s", runs.status, runs.raw)
+	}
+	if r := s.do(t, "GET", "/v1/reconcile/runs?order_id="+strings.Repeat("x", 65), nil, nil); r.status != 400 {
+		t.Fatalf("over-long order_id: %d %s", r.status, r.raw)
 	}
 	if r := s.do(t, "POST", "/v1/reconcile/nope", map[string]any{}, nil); r.status != 404 {
 		t.Fatalf("unknown job: %d %s", r.status, r.raw)

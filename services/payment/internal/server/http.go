@@ -129,7 +129,12 @@ func registerReconcile(srv *http.Server, rc *Reconciler, in *api.Input) {
 				in.EncodeError(w, r, err)
 				return
 			}
-			runs, audit, err := rc.Runs(r.Context(), r.URL.Query().Get("job"), int(limit))
+			orderID := r.URL.Query().Get("order_id")
+			if len(orderID) > 64 {
+				in.EncodeError(w, r, errors.BadRequest("INVALID_ARGUMENT", "order_id: at most 64 bytes"))
+				return
+			}
+			runs, audit, err := rc.Runs(r.Context(), r.URL.Query().Get("job"), orderID, int(limit))
 			if err != nil {
 				in.EncodeError(w, r, unavailable(err))
 				return
@@ -155,7 +160,7 @@ func registerReconcile(srv *http.Server, rc *Reconciler, in *api.Input) {
 				writeJSON(w, nethttp.StatusOK, rep)
 			}
 		default:
-			in.EncodeError(w, r, errors.NotFound("NOT_FOUND", "POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job="))
+			in.EncodeError(w, r, errors.NotFound("NOT_FOUND", "POST /v1/reconcile/{job} or GET /v1/reconcile/runs?job=&order_id="))
 		}
 	}))
 }

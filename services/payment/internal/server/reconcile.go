@@ -180,14 +180,33 @@ type AuditEntry struct {
 }
 
 // Runs returns the latest runs (of job, or of all jobs when empty), with
-// the latest audit entries.
-func (rc *Reconciler) Runs(ctx context.Context, job string, limit int) ([]RunRecord, []AuditEntry, error) {
+// the latest audit entries. With an orderID, only the runs and audit
+// entries of discrepancies that involve that order (reconcile.Involving):
+// none for an order the jobs never flagged.
+func (rc *Reconciler) Runs(ctx context.Context, job, orderID string, limit int) ([]RunRecord, []AuditEntry, error) {
 	db := rc.d.Gorm().WithContext(ctx)
+	var runIDs, discIDs []int64
+	if orderID != "" {
+		recs, ids, err := rc.r.Involving(ctx, orderID, limit)
+		if err != nil {
+			return nil, nil, fmt.Errorf("server: runs of order %s: %w", orderID, err)
+		}
+		if len(ids) == 0 {
+			return []RunRecord{}, []AuditEntry{}, nil
+		}
+		runIDs = ids
+		for _, rec := range recs {
+			discIDs = append(discIDs, rec.ID)
+		}
+	}
 	var runs []RunRecord
 	q := db.Table("reconcile_runs").Select("id, job, status, checked, found, in_flight, repaired, resumes, last_error, started_at, finished_at").
 		Order("id DESC").Limit(limit)
 	if job != "" {
 		q = q.Where("job = ?", job)
+	}
+	if runIDs != nil {
+		q = q.Where("id IN ?", runIDs)
 	}
 	if err := q.Scan(&runs).Error; err != nil {
 		return nil, nil, fmt.Errorf("server: runs: %w", err)
@@ -196,6 +215,9 @@ func (rc *Reconciler) Runs(ctx context.Context, job string, limit int) ([]RunRec
 	q = db.Table("reconcile_audit").Select("id, job, run_id, discrepancy_id, event, actor, detail, created_at").Order("id DESC").Limit(limit)
 	if job != "" {
 		q = q.Where("job = ?", job)
+	}
+	if discIDs != nil {
+		q = q.Where("discrepancy_id IN ?", discIDs)
 	}
 	if err := q.Scan(&audit).Error; err != nil {
 		return nil, nil, fmt.Errorf("server: audit: %w", err)
