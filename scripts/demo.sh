@@ -55,15 +55,26 @@ api() {
 }
 get() { api GET "$1"; printf '%s' "$resp"; } # for $(...) use
 code=000 resp=
-sql() { compose exec -T mariadb mariadb -N -uroot -p"${MARIADB_ROOT_PASSWORD:-tide-root}" "$@" 2>/dev/null; }
+# cid SERVICE: the service's container id, looked up once (docker-compose
+# 1.x takes seconds per call on a loaded machine; a container keeps its id
+# across stop/start/kill/restart).
+declare -A cids=()
+cid() {
+	[ -n "${cids[$1]:-}" ] || cids[$1]=$(compose ps -q "$1")
+	printf '%s' "${cids[$1]}"
+}
+sql() { docker exec -i "$(cid mariadb)" mariadb -N -uroot -p"${MARIADB_ROOT_PASSWORD:-tide-root}" "$@" 2>/dev/null; }
 
 order_status() { get "$ORDER/v1/orders/$1" | jq -r '.order.status // "?"' 2>/dev/null | sed 's/ORDER_STATUS_//'; }
 # wait_status ID SECONDS STATUS...: waits until the order has one of them
+# (a deadline in seconds, not a number of polls: on a loaded machine each
+# poll takes longer)
 wait_status() {
-	local id=$1 t=$2 st; shift 2
-	for _ in $(seq $((t * 5))); do
+	local id=$1 end=$((SECONDS + $2)) st; shift 2
+	while :; do
 		st=$(order_status "$id")
 		for w in "$@"; do [ "$st" = "$w" ] && { echo "$st"; return 0; }; done
+		[ $SECONDS -ge $end ] && break
 		sleep 0.2
 	done
 	echo "$st"; return 1
@@ -88,11 +99,16 @@ fault() {
 	return 1
 }
 clear_faults() { for u in "$ORDER" "$INVENTORY" "$PAYMENT"; do api DELETE "$u/v1/faults"; done; }
-restarts() { docker inspect -f '{{.RestartCount}}' "$(compose ps -q "$1")"; }
-wait_ready() { for _ in $(seq 150); do curl -fsS "$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
+restarts() { docker inspect -f '{{.RestartCount}}' "$(cid "$1")"; }
+wait_ready() {
+	local end=$((SECONDS + ${2:-30}))
+	until curl -fsS -m 2 "$1/readyz" >/dev/null 2>&1; do [ $SECONDS -ge $end ] && return 1; sleep 0.2; done
+}
+# shown: the payment's id and status, or the error's reason and message
+shown() { jq -c 'if .payment then .payment | {id, status} else {reason, message} end' <<<"$1" 2>/dev/null || echo "$1"; }
 key() { echo "demo-$1-$(date +%s%N)"; }
 # health ID: the container's health (or state when it has no healthcheck)
-health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(compose ps -q "$1")" 2>/dev/null; }
+health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(cid "$1")" 2>/dev/null; }
 # accepts_writes [SECONDS]: waits until the three services are ready and
 # the system takes a write end to end: a probe order (user u-probe, product
 # p-probe, which has no stock: inventory rejects it and the order is
@@ -127,15 +143,19 @@ happy() {
 	say "order is $st; stock: $(stock p-apple)"
 	step "u-alice pays $(total_of "$id") cents with an idempotency key"
 	k=$(key happy)
-	pay "$k" "$id" u-alice "$(total_of "$id")"; r=$resp
-	say "HTTP $code: $(jq -c '.payment | {id, status}' <<<"$r" 2>/dev/null || echo "$r")"
+	pay "$k" "$id" u-alice "$(total_of "$id")"; r=$resp c1=$code
+	say "HTTP $code: $(shown "$r")"
 	step "the same request again (a client retry) answers the same payment and debits nothing more"
-	pay "$k" "$id" u-alice "$(total_of "$id")"; r2=$resp
-	say "HTTP $code: $(jq -c '.payment | {id, status}' <<<"$r2" 2>/dev/null || echo "$r2")"
+	b1=$(balance u-alice)
+	pay "$k" "$id" u-alice "$(total_of "$id")"; r2=$resp c2=$code
+	say "HTTP $code: $(shown "$r2")"
+	[ "$c1" = 200 ] && [ "$c2" = 200 ] || { bad "payment answered HTTP $c1, its replay HTTP $c2"; return; }
+	[ "$(jq -r .payment.id <<<"$r")" = "$(jq -r .payment.id <<<"$r2")" ] || { bad "the replay answered another payment"; return; }
 	step "PaymentSucceeded (transactional message) makes the order PAID; OrderPaid turns the reservation into a sale"
 	st=$(wait_status "$id" 20 PAID) || { bad "order is $st"; return; }
 	timeline "$id"
 	say "stock: $(stock p-apple); balance: $(balance u-alice)"
+	[ "$(balance u-alice)" = "$b1" ] || { bad "the replay debited again"; return; }
 	ok "order $id PAID once"
 }
 
@@ -197,7 +217,7 @@ crash_after() {
 	st=$(wait_status "$id" 60 PAID) || { bad "order is $st"; return; }
 	step "the client retries with the same idempotency key and gets the original payment"
 	pay "$k" "$id" u-alice 120; r=$resp
-	say "HTTP $code: $(jq -c '.payment | {id, status}' <<<"$r" 2>/dev/null || echo "$r")"
+	say "HTTP $code: $(shown "$r")"
 	timeline "$id"
 	ok "order PAID once after the crash"
 }
@@ -256,23 +276,23 @@ consumer() {
 broker() {
 	title "8. The broker master is killed, then restarted"
 	step "inventory stopped: OrderCreated events wait in the broker"
-	compose stop inventory >/dev/null 2>&1
+	docker stop "$(cid inventory)" >/dev/null 2>&1
 	ids=() refused=0
 	for i in 1 2 3; do
 		if id=$(new_order u-alice p-apple "$i" 120); then ids+=("$id"); else refused=$((refused + 1)); fi
 	done
 	say "${#ids[@]} orders acknowledged (SYNC_MASTER: stored on master and slave), $refused refused: ${ids[*]}"
-	if [ "$refused" -gt 0 ]; then compose start inventory >/dev/null 2>&1; bad "$refused of 3 orders refused with the broker up"; return; fi
+	if [ "$refused" -gt 0 ]; then docker start "$(cid inventory)" >/dev/null 2>&1; bad "$refused of 3 orders refused with the broker up"; return; fi
 	step "broker-a (master) killed; inventory back"
-	compose kill broker-a >/dev/null 2>&1
-	compose start inventory >/dev/null 2>&1
+	docker kill "$(cid broker-a)" >/dev/null 2>&1
+	docker start "$(cid inventory)" >/dev/null 2>&1
 	wait_ready "$INVENTORY"
 	sleep 2
 	n=$(sql tide_inventory -e "SELECT COUNT(*) FROM reservations WHERE order_id IN ('${ids[0]}','${ids[1]}','${ids[2]}')")
 	say "with the master down, inventory reserved $n of 3 (ordered consumers need the master's queue locks)"
 	step "broker-a restarted"
 	t0=$SECONDS
-	compose start broker-a >/dev/null 2>&1
+	docker start "$(cid broker-a)" >/dev/null 2>&1
 	until [ "$(health broker-a)" = healthy ] || [ $((SECONDS - t0)) -ge 60 ]; do sleep 0.5; done
 	say "broker-a healthy after $((SECONDS - t0)) s ($(health broker-a))"
 	local reserved=0 accepted=0 rejected=0 paid=0 cancelled=0 other=0 st
@@ -303,17 +323,17 @@ broker() {
 
 redis() {
 	title "9. Redis stopped"
-	compose stop redis >/dev/null 2>&1
+	docker stop "$(cid redis)" >/dev/null 2>&1
 	step "Redis is down: dedup falls back to the database records"
 	say "order /readyz: HTTP $(curl -s -o /dev/null -w '%{http_code}' "$ORDER/readyz")"
 	fault "$INVENTORY" deliver_twice 0 >/dev/null
-	id=$(new_order u-carol p-apple 1 120) || { bad "no order"; compose start redis >/dev/null 2>&1; clear_faults; return; }
+	id=$(new_order u-carol p-apple 1 120) || { bad "no order"; docker start "$(cid redis)" >/dev/null 2>&1; clear_faults; return; }
 	wait_status "$id" 30 RESERVED >/dev/null
 	pay "$(key redis)" "$id" u-carol 120; r=$resp
 	say "payment: HTTP $code"
 	st=$(wait_status "$id" 30 PAID CANCELLED)
 	clear_faults
-	compose start redis >/dev/null 2>&1
+	docker start "$(cid redis)" >/dev/null 2>&1
 	say "order $st; Redis back"
 	[ "$st" = PAID ] && ok "orders flow without Redis" || bad "order is $st"
 }
