@@ -132,10 +132,33 @@ func TestBrowser(t *testing.T) {
 	contains("message deliveries", text("#deliveries"), "inventory-service", "consumed", "payment-service", "dead-lettered")
 	shot("message")
 
-	// Order timeline.
-	run("order", chromedp.Navigate(f.base+"/orders"), chromedp.WaitVisible(chromedp.CSS(`input[name=id]`)),
-		chromedp.SetValue(chromedp.CSS(`input[name=id]`), f.order), chromedp.Submit(chromedp.CSS(`input[name=id]`)),
-		chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	// Orders list: recent orders from the order service, filtered by
+	// status, then one order's timeline by following its link.
+	run("orders", chromedp.Navigate(f.base+"/orders"), chromedp.WaitVisible(chromedp.CSS("#orders")))
+	contains("orders", text("#orders"), f.order, "ord-1003", "ord-1002", "ord-1000", "PAID", "CANCELLED", "u-alice", "4200",
+		"2026-12-01 16:20:03")
+	idWidth, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector("#find input[name=id]").getBoundingClientRect().width`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuidWidth, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => { const i = document.querySelector("#find input[name=id]");
+		const c = document.createElement("canvas").getContext("2d"); c.font = getComputedStyle(i).font;
+		return c.measureText("01a23265-fa26-7226-91a4-67bb24b74b5a").width; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idWidth < uuidWidth {
+		t.Fatalf("order id box is %.0f px wide, a UUID needs %.0f px", idWidth, uuidWidth)
+	}
+	shot("orders")
+	run("filter", chromedp.SetValue(chromedp.CSS(`#filter select[name=status]`), "PAID"),
+		chromedp.Submit(chromedp.CSS(`#filter select[name=status]`)), chromedp.WaitVisible(chromedp.CSS("#orders")))
+	filtered := text("#orders")
+	contains("filtered orders", filtered, f.order, "PAID")
+	if strings.Contains(filtered, "ord-1003") || strings.Contains(filtered, "CANCELLED") {
+		t.Fatalf("status filter PAID shows other orders:\n%s", filtered)
+	}
+	run("order", chromedp.Click(`//table[@id="orders"]//a[code[text()="`+f.order+`"]]`), chromedp.WaitVisible(chromedp.CSS("#timeline")))
 	tl := text("#timeline")
 	contains("order timeline", tl, "OrderCreated", "StockReserved", "PaymentSucceeded", "OrderPaid", "payment-service: dead-lettered",
 		"inventory-service: retried")
@@ -143,7 +166,18 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("timeline out of order:\n%s", tl)
 	}
 	contains("order summary", text("#event-count"), "4")
+	contains("order reconciliation", text("table.reconcile"), "Run", "Job", "Discrepancies", "Repaired", "payments", "done")
+	page, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page, "127.0.0.1:") {
+		t.Fatalf("order page shows an internal address:\n%s", page)
+	}
 	shot("order")
+	// An order nobody knows has no events and no reconciliation runs.
+	run("unknown order", chromedp.Navigate(f.base+"/orders/nope"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	contains("unknown order", text("main"), "No message carries this order id", "None: no run of the payment service")
 
 	// Pending half messages.
 	run("half", chromedp.Navigate(f.base+"/half"), chromedp.WaitVisible(chromedp.CSS("#half")))

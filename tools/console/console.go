@@ -58,8 +58,15 @@ type Options struct {
 	// OrderTopics are searched by the order view. Default DefaultOrderTopics.
 	OrderTopics []string
 	// ReconcileURLs are base URLs of services exposing GET
-	// /v1/reconcile/runs; the order view shows their answers. Optional.
+	// /v1/reconcile/runs?order_id=; the order view shows their answers
+	// under the service's name. An entry is "name=URL" (shown as "name
+	// service") or a bare URL (shown as "service N"): the page never shows
+	// the address. Optional.
 	ReconcileURLs []string
+	// OrderURL is the base URL of the order service (GET /v1/orders), which
+	// feeds the Orders list page. Optional: without it the page only has
+	// the order id box.
+	OrderURL string
 	// ResendRate bounds dead letter resends per second. Default 10.
 	ResendRate float64
 	// Logger receives request errors and audit records; nil: slog.Default().
@@ -102,12 +109,28 @@ func (o Options) Validate() error {
 	if (o.Credentials.AccessKey == "") != (o.Credentials.SecretKey == "") {
 		return fmt.Errorf("%w: an access key and a secret key go together", ErrInvalidOptions)
 	}
-	for _, u := range o.ReconcileURLs {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+	for i, e := range o.ReconcileURLs {
+		if _, u := serviceURL(e, i); !httpURL(u) {
 			return fmt.Errorf("%w: reconcile URL %q must start with http:// or https://", ErrInvalidOptions, u)
 		}
 	}
+	if o.OrderURL != "" && !httpURL(o.OrderURL) {
+		return fmt.Errorf("%w: order service URL %q must start with http:// or https://", ErrInvalidOptions, o.OrderURL)
+	}
 	return nil
+}
+
+func httpURL(u string) bool {
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+}
+
+// serviceURL splits a ReconcileURLs entry ("name=URL" or a bare URL, the
+// i-th) into the name shown to users and the URL.
+func serviceURL(e string, i int) (name, u string) {
+	if n, rest, ok := strings.Cut(e, "="); ok && !strings.Contains(n, "/") && httpURL(rest) {
+		return strings.TrimSpace(n) + " service", rest
+	}
+	return fmt.Sprintf("service %d", i+1), e
 }
 
 // Server is the console daemon: New, Start, Shutdown. Its methods are safe

@@ -294,6 +294,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad NameServer", func(o *console.Options) { o.NameServers = []string{"nohostport"} }, false},
 		{"bad listen", func(o *console.Options) { o.ListenAddr = "x" }, false},
 		{"bad reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"order:8000"} }, false},
+		{"named reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"payment=http://payment:8003"} }, true},
+		{"bad named reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"payment=payment:8003"} }, false},
+		{"bad order URL", func(o *console.Options) { o.OrderURL = "order:8000" }, false},
 		{"bad rate", func(o *console.Options) { o.ResendRate = -1 }, false},
 		{"access key without secret", func(o *console.Options) { o.Credentials.AccessKey = "consoleAdmin" }, false},
 		{"secret without access key", func(o *console.Options) { o.Credentials.SecretKey = "consoleSecret" }, false},
@@ -342,7 +345,7 @@ func TestOrderReconcile(t *testing.T) {
 	defer broken.Close()
 	o := console.DefaultOptions()
 	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval = "127.0.0.1:0", []string{ns}, quiet(), -1
-	o.ReconcileURLs = []string{svc.URL, broken.URL}
+	o.ReconcileURLs = []string{"payment=" + svc.URL, broken.URL}
 	s, err := console.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -359,11 +362,74 @@ func TestOrderReconcile(t *testing.T) {
 	if r := v.Reconcile[0]; len(r.Runs) != 1 || r.Runs[0]["status"] != "done" || r.Error != "" {
 		t.Fatalf("runs: %+v", r)
 	}
-	if r := v.Reconcile[1]; !strings.Contains(r.Error, "503") || !strings.Contains(r.Error, "database down") {
+	if r := v.Reconcile[0]; r.Service != "payment service" {
+		t.Fatalf("service name: %+v", r)
+	}
+	if r := v.Reconcile[1]; r.Service != "service 2" || !strings.Contains(r.Error, "503") || !strings.Contains(r.Error, "database down") {
 		t.Fatalf("broken service: %+v", r)
 	}
 	code, body := f.get(t, "/orders/ord-9")
-	if code != 200 || !strings.Contains(body, "missing_refund") || !strings.Contains(body, "database down") {
+	if code != 200 || !strings.Contains(body, "missing_refund") || !strings.Contains(body, "database down") ||
+		!strings.Contains(body, "<th>Run</th><th>Job</th><th>Status</th><th>Discrepancies by class</th>") || !strings.Contains(body, "payment service") {
 		t.Fatalf("order page: %d\n%s", code, body)
+	}
+	// The page names services; it never shows their addresses.
+	for _, u := range []string{svc.URL, broken.URL, strings.TrimPrefix(svc.URL, "http://"), strings.TrimPrefix(broken.URL, "http://")} {
+		if strings.Contains(body, u) {
+			t.Fatalf("order page shows the address %s:\n%s", u, body)
+		}
+	}
+}
+
+// TestOrdersList: the Orders page lists what the order service's GET
+// /v1/orders answers (here a stand-in with its JSON shape), passes the
+// filters on, refuses bad ones with 400, and reports a failing service.
+func TestOrdersList(t *testing.T) {
+	ns := nameservertest.Start(t)
+	var got []string
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RawQuery)
+		if r.URL.Query().Get("user_id") == "u-broken" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"code":503,"reason":"ORDER_UNAVAILABLE","message":"order service unavailable"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"orders":[{"id":"01a23265-fa26-7226-91a4-67bb24b74b5a","userId":"u-alice","status":"ORDER_STATUS_PAID",` +
+			`"totalAmount":"240","seq":"2","createdAt":"2026-12-01T16:17:53.702Z"}],"nextPageToken":"01a23265-fa26-7226-91a4-67bb24b74b5a"}`))
+	}))
+	defer svc.Close()
+	o := console.DefaultOptions()
+	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval, o.OrderURL = "127.0.0.1:0", []string{ns}, quiet(), -1, svc.URL
+	s, err := console.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	f := &fixture{base: "http://" + s.Addr()}
+	var v console.OrdersView
+	if code := f.getJSON(t, "/api/orders?status=paid&user=u-alice", &v); code != 200 || len(v.Orders) != 1 ||
+		v.Orders[0].Status != "PAID" || v.Orders[0].Total != 240 || v.Next == "" || v.Orders[0].CreatedAt.IsZero() {
+		t.Fatalf("orders: %d %+v", code, v)
+	}
+	if len(got) != 1 || got[0] != "limit=20&status=PAID&user_id=u-alice" {
+		t.Fatalf("order service asked %q", got)
+	}
+	code, body := f.get(t, "/orders")
+	if code != 200 || !strings.Contains(body, `href="/orders/01a23265-fa26-7226-91a4-67bb24b74b5a"`) ||
+		!strings.Contains(body, "2026-12-01 16:17:53") || !strings.Contains(body, "Older orders") {
+		t.Fatalf("orders page: %d\n%s", code, body)
+	}
+	for _, q := range []string{"status=SHIPPED", "user=" + strings.Repeat("u", 65)} {
+		if code, body := f.get(t, "/api/orders?"+q); code != 400 {
+			t.Errorf("%s: %d %s, want 400", q, code, body)
+		}
+	}
+	if code, body := f.get(t, "/orders?user=u-broken"); code != 502 || !strings.Contains(body, "ORDER_UNAVAILABLE") ||
+		strings.Contains(body, strings.TrimPrefix(svc.URL, "http://")) {
+		t.Fatalf("failing order service: %d\n%s", code, body)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,8 +190,44 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 
+	// Stand-ins for the order service's GET /v1/orders and the payment
+	// service's GET /v1/reconcile/runs, in their JSON shapes (the console
+	// only reads them over HTTP).
+	orderSvc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		type order struct{ id, user, status, total, at string }
+		all := []order{{f.order, "u-alice", "PAID", "4200", "2026-12-01T16:20:03.101Z"},
+			{"ord-1003", "u-bob", "CANCELLED", "3000", "2026-12-01T16:19:41.515Z"},
+			{"ord-1002", "u-alice", "RESERVED", "2000", "2026-12-01T16:19:12.007Z"},
+			{"ord-1000", "u-carol", "CREATED", "1000", "2026-12-01T16:18:55.880Z"}}
+		var rows []string
+		for _, o := range all {
+			if st := r.URL.Query().Get("status"); st != "" && st != o.status {
+				continue
+			}
+			if u := r.URL.Query().Get("user_id"); u != "" && u != o.user {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf(`{"id":%q,"userId":%q,"status":"ORDER_STATUS_%s","totalAmount":%q,"createdAt":%q}`,
+				o.id, o.user, o.status, o.total, o.at))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"orders":[%s],"nextPageToken":""}`, strings.Join(rows, ","))
+	}))
+	t.Cleanup(orderSvc.Close)
+	paymentSvc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("order_id") != f.order {
+			w.Write([]byte(`{"runs":[],"audit":[]}`))
+			return
+		}
+		w.Write([]byte(`{"runs":[{"run_id":3,"job":"payments","status":"done","checked":12,"found":1,"in_flight":0,"repaired":1,` +
+			`"resumes":0,"started_at":"2026-12-01T16:21:00Z","finished_at":"2026-12-01T16:21:01Z"}],"audit":[]}`))
+	}))
+	t.Cleanup(paymentSvc.Close)
+
 	o := console.DefaultOptions()
 	o.ListenAddr, o.NameServers, o.SampleInterval, o.Logger = "127.0.0.1:0", []string{f.ns}, 200*time.Millisecond, quiet()
+	o.OrderURL, o.ReconcileURLs = orderSvc.URL, []string{"payment=" + paymentSvc.URL}
 	o.ResendRate = 1000
 	f.srv, err = console.New(o)
 	if err != nil {

@@ -23,7 +23,7 @@ var webFS embed.FS
 // pages are the parsed templates, one set per page.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"cluster", "topics", "topic", "groups", "group", "messages", "message", "dlq", "half", "order", "error"}
+var pageNames = []string{"cluster", "topics", "topic", "groups", "group", "messages", "message", "dlq", "half", "order", "orders", "error"}
 
 var funcs = template.FuncMap{
 	"rate": func(r *float64) string {
@@ -56,7 +56,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 	},
-	"path": url.PathEscape,
+	"path":  url.PathEscape,
+	"query": url.QueryEscape,
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	},
 	"join": strings.Join,
 	"short": func(s string, n int) string {
 		if len(s) <= n {
@@ -153,12 +160,21 @@ func (s *Server) Handler() http.Handler {
 		return v, "", err
 	})
 	s.page(mux, "POST", "/half/action", "half", "Half", s.handleHalfAction)
+	list := func(r *http.Request) (any, string, error) {
+		v, err := s.orders(r.Context(), r.FormValue("status"), r.FormValue("user"), r.FormValue("page"))
+		return v, "", err
+	}
 	mux.HandleFunc("GET /orders", func(w http.ResponseWriter, r *http.Request) {
 		if id := strings.TrimSpace(r.FormValue("id")); id != "" {
 			http.Redirect(w, r, "/orders/"+url.PathEscape(id), http.StatusFound)
 			return
 		}
-		s.render(w, r, "order", "Orders", &OrderView{}, "", nil)
+		data, flash, err := list(r)
+		s.render(w, r, "orders", "Orders", data, flash, err)
+	})
+	mux.HandleFunc("GET /api/orders", func(w http.ResponseWriter, r *http.Request) {
+		data, _, err := list(r)
+		s.writeJSON(w, r, data, err)
 	})
 	s.page(mux, "GET", "/orders/{id}", "order", "Orders", func(r *http.Request) (any, string, error) {
 		v, err := s.order(r.Context(), r.PathValue("id"))
@@ -191,17 +207,23 @@ func (s *Server) page(mux *http.ServeMux, method, path, tmpl, nav string, fn pag
 	})
 	mux.HandleFunc(method+" /api"+path, func(w http.ResponseWriter, r *http.Request) {
 		data, _, err := checked(w, r)
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			s.logError(r, err)
-			w.WriteHeader(statusOf(err))
-			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
-			return
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(data)
+		s.writeJSON(w, r, data, err)
 	})
+}
+
+// writeJSON answers a page's JSON twin: data, or {"error": ...} with the
+// error's status.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, data any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		s.logError(r, err)
+		w.WriteHeader(statusOf(err))
+		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(data)
 }
 
 func statusOf(err error) int {

@@ -22,16 +22,45 @@ type OrderEvent struct {
 	Deliveries []Delivery  `json:"deliveries"`
 }
 
-// ReconcileSource is what one service answered to GET /v1/reconcile/runs.
+// ReconcileSource is what one service answered to GET
+// /v1/reconcile/runs?order_id=: the runs that dealt with the order.
 type ReconcileSource struct {
-	URL   string `json:"url"`
-	Error string `json:"error,omitempty"`
+	// Service names the service ("payment service"); its address is not
+	// shown.
+	Service string `json:"service"`
+	Error   string `json:"error,omitempty"`
 	// Runs is the answer when it is a list of objects (or an object with
 	// one such list); Raw otherwise.
-	Runs    []map[string]any `json:"runs,omitempty"`
-	Columns []string         `json:"-"`
+	Runs    []map[string]any `json:"runs"`
+	Columns []Column         `json:"-"`
 	Raw     string           `json:"raw,omitempty"`
 }
+
+// Column is a table column: the JSON key and its heading.
+type Column struct{ Key, Heading string }
+
+// headings are the human names of the reconciliation runs' fields; other
+// keys are shown with their underscores as spaces.
+var headings = map[string]string{
+	"id": "Run", "run_id": "Run", "job": "Job", "status": "Status", "checked": "Checked", "found": "Discrepancies",
+	"in_flight": "In flight", "repaired": "Repaired", "resumes": "Resumed", "last_error": "Last error",
+	"started_at": "Started", "finished_at": "Finished", "discrepancies": "Discrepancies by class",
+}
+
+// heading returns the heading of a JSON key.
+func heading(k string) string {
+	if h, ok := headings[k]; ok {
+		return h
+	}
+	h := strings.ReplaceAll(k, "_", " ")
+	if h == "" {
+		return h
+	}
+	return strings.ToUpper(h[:1]) + h[1:]
+}
+
+// columnOrder puts the usual fields first, in reading order.
+var columnOrder = []string{"id", "run_id", "job", "status", "started_at", "finished_at", "checked", "found", "in_flight", "repaired", "resumes", "last_error"}
 
 // OrderView is the timeline of one order id.
 type OrderView struct {
@@ -85,19 +114,24 @@ func (s *Server) order(ctx context.Context, id string) (*OrderView, error) {
 		}
 		return a.CommitLogOffset < b.CommitLogOffset
 	})
-	for _, u := range s.opts.ReconcileURLs {
-		v.Reconcile = append(v.Reconcile, s.reconcileRuns(ctx, u, id))
+	for i, e := range s.opts.ReconcileURLs {
+		name, u := serviceURL(e, i)
+		src := s.reconcileRuns(ctx, u, id)
+		src.Service = name
+		v.Reconcile = append(v.Reconcile, src)
 	}
 	return v, nil
 }
 
-// reconcileRuns fetches base/v1/reconcile/runs (with the order id as a
-// hint, services may ignore it). The answer's shape is the services'
-// business: a list of objects (or an object holding one) becomes a table,
-// anything else is shown raw.
-func (s *Server) reconcileRuns(ctx context.Context, base, orderID string) ReconcileSource {
+// reconcileRuns fetches base/v1/reconcile/runs?order_id=, the runs that
+// found or repaired something of the order (Tide's services filter by it).
+// The answer's shape is the services' business: a list of objects (or an
+// object holding one) becomes a table, anything else is shown raw. Errors
+// name the service, not its address.
+func (s *Server) reconcileRuns(ctx context.Context, base, orderID string) (src ReconcileSource) {
 	u := strings.TrimRight(base, "/") + "/v1/reconcile/runs?order_id=" + url.QueryEscape(orderID)
-	src := ReconcileSource{URL: u}
+	src = ReconcileSource{Runs: []map[string]any{}}
+	defer func() { src.Error = hideAddress(src.Error, base) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		src.Error = err.Error()
@@ -146,7 +180,15 @@ func (s *Server) reconcileRuns(ctx context.Context, base, orderID string) Reconc
 			cols[k] = true
 		}
 	}
-	src.Columns = sortedKeys(cols)
+	for _, k := range columnOrder {
+		if cols[k] {
+			src.Columns = append(src.Columns, Column{k, heading(k)})
+			delete(cols, k)
+		}
+	}
+	for _, k := range sortedKeys(cols) {
+		src.Columns = append(src.Columns, Column{k, heading(k)})
+	}
 	return src
 }
 
@@ -164,4 +206,17 @@ func asObjects(v any) []map[string]any {
 		out = append(out, o)
 	}
 	return out
+}
+
+// hideAddress removes a service's base URL and host from an error message:
+// pages name services, they do not show internal addresses.
+func hideAddress(msg, base string) string {
+	if msg == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, strings.TrimRight(base, "/"), "")
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		msg = strings.ReplaceAll(msg, u.Host, "the service")
+	}
+	return msg
 }

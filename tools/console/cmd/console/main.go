@@ -59,7 +59,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	topics := fs.String("order-topics", env("CONSOLE_ORDER_TOPICS", strings.Join(d.OrderTopics, ",")),
 		"comma-separated `topics` the order view searches ($CONSOLE_ORDER_TOPICS)")
 	reconcile := fs.String("reconcile", env("CONSOLE_RECONCILE_URLS", ""),
-		"comma-separated service base `URLs` serving GET /v1/reconcile/runs, shown in the order view ($CONSOLE_RECONCILE_URLS)")
+		"comma-separated `name=URL` entries (or bare URLs) of services serving GET /v1/reconcile/runs?order_id=, shown in the order view ($CONSOLE_RECONCILE_URLS)")
+	orderURL := fs.String("order-url", env("CONSOLE_ORDER_URL", ""),
+		"order service base `URL` serving GET /v1/orders, for the Orders list ($CONSOLE_ORDER_URL)")
 	timeout := fs.Duration("timeout", d.RequestTimeout, "timeout of each protocol request")
 	sample := fs.Duration("sample", d.SampleInterval, "TPS sampling interval (negative: off)")
 	rate := fs.Float64("resend-rate", d.ResendRate, "maximum dead letter resends per second")
@@ -84,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var err error
 	o := d
 	o.NameServers = split(*namesrv, ";")
-	o.ListenAddr, o.OrderTopics, o.ReconcileURLs = *listen, split(*topics, ","), split(*reconcile, ",")
+	o.ListenAddr, o.OrderTopics, o.ReconcileURLs, o.OrderURL = *listen, split(*topics, ","), split(*reconcile, ","), *orderURL
 	o.RequestTimeout, o.SampleInterval, o.ResendRate, o.Logger = *timeout, *sample, *rate, logger
 	o.Credentials = mqclient.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}
 	if *useTLS || *tlsCA != "" || *tlsCert != "" || *tlsKey != "" || *tlsServerName != "" {
