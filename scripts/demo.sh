@@ -59,6 +59,8 @@ code=000 resp=
 # 1.x takes seconds per call on a loaded machine; a container keeps its id
 # across stop/start/kill/restart).
 declare -A cids=()
+while read -r id svc; do [ -n "$svc" ] && cids[$svc]=$id; done < <(docker ps -a --no-trunc \
+	--filter label=com.docker.compose.project=tide --format '{{.ID}} {{.Label "com.docker.compose.service"}}' 2>/dev/null)
 cid() {
 	[ -n "${cids[$1]:-}" ] || cids[$1]=$(compose ps -q "$1")
 	printf '%s' "${cids[$1]}"
@@ -166,7 +168,7 @@ timeout() {
 	step "order $id is not paid; its cancellation timer is due at $cancel_at"
 	wait_status "$id" 20 RESERVED >/dev/null
 	say "stock of p-pear while reserved: $(stock p-pear)"
-	step "waiting for the timer (ORDER_CANCEL_AFTER, 20s in the demo)"
+	step "waiting for the timer (ORDER_CANCEL_AFTER, 30 s in the demo)"
 	st=$(wait_status "$id" 90 CANCELLED PAID) || { bad "order is $st"; return; }
 	at=$(get "$ORDER/v1/orders/$id" | jq -r '.timeline[] | select(.event=="OrderCancelled") | .at')
 	say "cancelled at $at (deadline $cancel_at)"

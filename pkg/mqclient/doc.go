@@ -32,9 +32,24 @@
 //
 // # Routing and failures
 //
-// Routes come from the NameServers (tried in turn), are cached, refreshed
-// every WithRouteRefreshInterval and re-fetched when a broker answers
-// TOPIC_NOT_EXIST or a broker address is missing. Sync, async and oneway
+// Routes come from the NameServers (tried in turn), are cached and
+// refreshed every WithRouteRefreshInterval (30 s). A route is also
+// re-fetched at once, without waiting for that refresh, when a send finds
+// no writable queue (the topic's master is down or has not registered
+// yet), when a broker cannot be dialled or closes the connection, when it
+// answers TOPIC_NOT_EXIST and when a broker address is missing: at most
+// once per 300 ms per topic, concurrent callers sharing one fetch (one
+// place, core.refreshRoute, which failover logic can reuse). So after a
+// master restarts and registers with the NameServers (a Tide or RocketMQ
+// broker registers as it starts, then every 30 s), sends to its topics
+// succeed again within one throttle gap: about 0.1-0.3 s in
+// TestProducerRecoversWhenMasterReturns (bounded at 5 s there), where
+// before they failed with "no writable queue" until the next periodic
+// refresh, up to 30 s. A send that finds no writable queue even after the
+// re-fetch fails at once with ErrTopicNotFound; it does not wait for the
+// master. Ordered consumers whose lock round failed (master down) retry it
+// after 1 s instead of WithLockInterval, so they resume about a second
+// after the master is back. Sync, async and oneway
 // sends retry up to WithRetries times on transport errors and retryable
 // codes (SYSTEM_ERROR, SYSTEM_BUSY, SERVICE_NOT_AVAILABLE, NO_PERMISSION,
 // TOPIC_NOT_EXIST), on another broker when there is one (oneway sends only
