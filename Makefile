@@ -98,6 +98,18 @@ up: ## start the demo stack with docker compose: images built when missing, wait
 down: ## stop the demo stack (VOLUMES=1 also deletes its data)
 	@deploy/compose/down.sh
 
+.PHONY: ps
+ps: ## the demo stack's containers and their health
+	@deploy/compose/compose.sh ps
+
+.PHONY: logs
+logs: ## the demo stack's recent logs (SERVICE=order for one service)
+	@deploy/compose/compose.sh logs --tail=200 $(SERVICE)
+
+.PHONY: mqadmin
+mqadmin: ## build bin/mqadmin only (make build builds every tool)
+	@mkdir -p $(BIN) && cd tools/mqadmin/cmd/mqadmin && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/mqadmin . && echo "built bin/mqadmin"
+
 .PHONY: demo
 demo: ## run the e2e scenarios against the running `make up` stack with curl and explain each step
 	@scripts/demo.sh $(SCENARIO)

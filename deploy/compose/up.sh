@@ -2,7 +2,8 @@
 # `make up`: builds what is missing (offline images for MariaDB and Redis
 # when no registry is reachable, our daemons' FROM scratch images), starts
 # the compose stack, waits until every container is healthy and prints the
-# endpoints. PROFILE=2m2s adds the second master/slave pair.
+# endpoints. PROFILE=2m2s adds the second master/slave pair; BUILD=0 reuses
+# the images of the last build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -18,7 +19,16 @@ if ! docker image inspect "${MARIADB_IMAGE:-mariadb:10.11}" "${REDIS_IMAGE:-redi
 		../images/bootstrap.sh
 	fi
 fi
-../images/build-apps.sh nameserver broker order payment inventory console
+apps=(nameserver broker order payment inventory console)
+if [ "${BUILD:-1}" = 0 ]; then
+	# BUILD=0: reuse the tide/*:dev images already built (no Go build, no
+	# image build); fails if one is missing.
+	for a in "${apps[@]}"; do
+		docker image inspect "tide/$a:dev" >/dev/null 2>&1 || { echo "up: BUILD=0 but tide/$a:dev is missing" >&2; exit 1; }
+	done
+else
+	../images/build-apps.sh "${apps[@]}"
+fi
 
 profile=()
 [ -n "${PROFILE:-}" ] && profile=(--profile "$PROFILE")
@@ -36,7 +46,7 @@ while :; do
 	[ "$pending" -eq 0 ] && [ -n "$ids" ] && break
 	if [ $SECONDS -ge $deadline ]; then
 		compose "${profile[@]}" ps
-		echo "up: not healthy after ${UP_TIMEOUT:-240}s; logs: docker-compose -p tide logs" >&2
+		echo "up: not healthy after ${UP_TIMEOUT:-240}s; logs: make logs (or make logs SERVICE=<name>)" >&2
 		exit 1
 	fi
 	sleep 2
@@ -46,7 +56,7 @@ for svc in "order ${ORDER_HTTP_PORT:-8000}" "inventory ${INVENTORY_HTTP_PORT:-80
 	set -- $svc
 	until curl -fsS "http://127.0.0.1:$2/readyz" >/dev/null 2>&1; do
 		if [ $SECONDS -ge $deadline ]; then
-			echo "up: $1 not ready on :$2; logs: docker-compose -p tide logs $1" >&2
+			echo "up: $1 not ready on :$2; logs: make logs SERVICE=$1" >&2
 			exit 1
 		fi
 		sleep 1
@@ -63,8 +73,8 @@ Tide is up:
   inventory     http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}/v1/products
   payment       http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}/v1/payments
   faults        /v1/faults on each service (FAULT_ADMIN=${FAULT_ADMIN:-true})
-  console       http://127.0.0.1:${CONSOLE_PORT:-8080}/  (e.g. /orders/<order id>)
+  console       http://127.0.0.1:${CONSOLE_PORT:-8080}/  (recent orders: /orders)
   ACL           on: services are whitelisted; from the host sign as tideAdmin, e.g.
-                bin/mqadmin clusterList -n 127.0.0.1:9876 --access-key tideAdmin --secret-key tide-admin-secret
-See it work: make demo        Stop with: make down
+                make mqadmin && bin/mqadmin clusterList -n 127.0.0.1:9876 --access-key tideAdmin --secret-key tide-admin-secret
+See it work: make demo    Containers: make ps    Logs: make logs SERVICE=order    Stop: make down (VOLUMES=1 deletes the data)
 MSG
