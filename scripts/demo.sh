@@ -112,8 +112,8 @@ key() { echo "demo-$1-$(date +%s%N)"; }
 # health ID: the container's health (or state when it has no healthcheck)
 health() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$(cid "$1")" 2>/dev/null; }
 # accepts_writes [SECONDS]: waits until the three services are ready and
-# the system takes a write end to end: a probe order (user u-probe, product
-# p-probe, which has no stock: inventory rejects it and the order is
+# the system takes a write end to end: a probe order (user u-probe, 10 000
+# of p-rare, which has 3 in stock: inventory rejects it and the order is
 # cancelled at once, nothing reserved, nothing paid) must be accepted,
 # which needs the database and a transactional message on the broker.
 # Prints how long it waited; returns 1 if it never did.
@@ -126,7 +126,7 @@ accepts_writes() {
 		done
 	done
 	while :; do
-		api POST "$ORDER/v1/orders" '{"user_id":"u-probe","items":[{"product_id":"p-probe","quantity":1,"unit_price":"1"}]}'
+		api POST "$ORDER/v1/orders" '{"user_id":"u-probe","items":[{"product_id":"p-rare","quantity":10000}]}'
 		[ "$code" = 200 ] && break
 		[ $((SECONDS - start)) -ge "$t" ] && { say "writes still refused after ${t}s: HTTP $code $(jq -r '.message // .reason // empty' <<<"$resp" 2>/dev/null)"; return 1; }
 		sleep 0.5
