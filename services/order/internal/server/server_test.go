@@ -439,7 +439,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 		}
 		var ids []string
 		for range 3 {
-			created, code, body := s.httpCreate(t, `{"user_id":"u-list","items":[{"product_id":"p1","quantity":1,"unit_price":"7"}]}`)
+			created, code, body := s.httpCreate(t, `{"user_id":"u-list","items":[{"product_id":"p1","quantity":1}]}`)
 			if code != 200 {
 				t.Fatalf("POST: %d %s", code, body)
 			}
