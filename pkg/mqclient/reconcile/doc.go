@@ -28,8 +28,12 @@
 //     and as repaired after it, in the audit log too. A crash between the
 //     two makes the next run call Repair again with the same key: the
 //     runner calls Repair at least once, the job's idempotency turns that
-//     into exactly one effect. A repaired discrepancy is never repaired
-//     again; if it is found again it is reopened for a human.
+//     into exactly one effect. A repaired discrepancy found again by the
+//     next complete run is never repaired again (the repair did not
+//     converge): it is reopened for a human. Found again only after a
+//     complete run saw the key consistent, it is a new occurrence of the
+//     same key (the repair held; the key broke again) and is repaired
+//     under a new idempotency key.
 //   - A second run after a successful one takes no new actions: repaired
 //     items are consistent, open ones stay open (not re-repaired).
 //   - Discrepancies that are not repaired stay open with their evidence

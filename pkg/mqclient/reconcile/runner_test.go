@@ -411,3 +411,59 @@ func TestInvolving(t *testing.T) {
 		}
 	}
 }
+
+// A key whose repair held (a complete run found it consistent) and that
+// breaks again later is a new occurrence: repaired once more under a new
+// idempotency key. One found again by the run right after its repair did
+// not converge and is escalated, not repaired twice.
+func TestRepairedKeyBreaksAgain(t *testing.T) {
+	f := setup(t)
+	r := f.runner(t)
+	ctx := context.Background()
+	run := func() *reconcile.Report {
+		t.Helper()
+		rep, err := r.RunOnce(ctx, f.job, reconcile.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	status := func(key string) (string, int) {
+		t.Helper()
+		var st string
+		var occ int
+		if err := f.db.Raw("SELECT status, occurrence FROM reconcile_discrepancies WHERE dkey = ?", key).Row().Scan(&st, &occ); err != nil {
+			t.Fatal(err)
+		}
+		return st, occ
+	}
+	if rep := run(); rep.Repaired != 5 {
+		t.Fatalf("first run %+v", rep)
+	}
+	if rep := run(); rep.Repaired != 0 { // p05 consistent here: the repair held
+		t.Fatalf("second run %+v", rep)
+	}
+	// p05 breaks again: a new occurrence, repaired under a new key.
+	f.db.Exec("UPDATE payments SET status = 'pending' WHERE ref = 'p05'")
+	if rep := run(); rep.Repaired != 1 || rep.Opened != 0 {
+		t.Fatalf("run after p05 broke again: %+v", rep)
+	}
+	if st, occ := status("p05"); st != string(reconcile.StatusRepaired) || occ != 2 {
+		t.Fatalf("p05 %s occurrence %d, want repaired 2", st, occ)
+	}
+	var keys int64
+	f.db.Raw("SELECT COUNT(*) FROM ledger WHERE ref = 'p05'").Scan(&keys)
+	if keys != 2 || countAudit(t, f.db, "recurred") != 1 {
+		t.Fatalf("p05 effects %d, recurred audits %d; want 2 and 1", keys, countAudit(t, f.db, "recurred"))
+	}
+	// p05 breaks again before any complete run saw its second repair hold:
+	// that repair did not converge, so the next run escalates instead of
+	// repairing twice.
+	f.db.Exec("UPDATE payments SET status = 'pending' WHERE ref = 'p05'")
+	if rep := run(); rep.Repaired != 0 || rep.Opened != 1 {
+		t.Fatalf("non-converging repair: %+v", rep)
+	}
+	if st, _ := status("p05"); st != string(reconcile.StatusOpen) {
+		t.Fatalf("p05 %s, want open (escalated)", st)
+	}
+}

@@ -28,9 +28,10 @@ import (
 //	   not found again   |
 //	   by a full run ----+  (open, acknowledged)
 //
-// A repaired discrepancy found again is reopened (open, never repaired
-// twice); a resolved one found again is a new occurrence with a new
-// idempotency key.
+// A repaired discrepancy found again by the next complete run is reopened
+// (open, never repaired twice); found again after a complete run saw it
+// consistent, or resolved and found again, it is a new occurrence with a
+// new idempotency key.
 type Status string
 
 // Statuses.
@@ -220,9 +221,10 @@ func (r *Runner) upsert(tx *gorm.DB, job string, runID int64, d Discrepancy) (bo
 		id         int64
 		status     Status
 		occurrence int
+		lastRun    int64
 	)
-	err = tx.Raw("SELECT id, status, occurrence FROM reconcile_discrepancies WHERE job = ? AND dkey = ? FOR UPDATE", job, d.Key).
-		Row().Scan(&id, &status, &occurrence)
+	err = tx.Raw("SELECT id, status, occurrence, last_run_id FROM reconcile_discrepancies WHERE job = ? AND dkey = ? FOR UPDATE", job, d.Key).
+		Row().Scan(&id, &status, &occurrence, &lastRun)
 	if errors.Is(err, sql.ErrNoRows) {
 		res := tx.Exec(`INSERT INTO reconcile_discrepancies (job, dkey, class, status, action, evidence, occurrence, idempotency_key,
 			first_run_id, last_run_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
@@ -240,23 +242,33 @@ func (r *Runner) upsert(tx *gorm.DB, job string, runID int64, d Discrepancy) (bo
 		return false, err
 	}
 	next, note, event := status, "", ""
+	fresh := false // a new occurrence: repaired under a new key, attempts from zero
 	switch status {
 	case StatusOpen:
 		if initial == StatusPending {
 			next, event = StatusPending, "repair_scheduled"
 		}
 	case StatusRepaired:
+		held, err := heldSince(tx, job, lastRun, runID)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			// A finished run found the key consistent after its repair: the
+			// repair converged and this is a new breakage of the same key.
+			occurrence++
+			fresh, next, event = true, initial, "recurred"
+			break
+		}
 		// The repair did not converge: never repair twice, escalate.
 		next, note, event = StatusOpen, "still inconsistent after repair", "reopened"
 	case StatusResolved:
 		occurrence++
-		next, event = initial, "reopened"
+		fresh, next, event = true, initial, "reopened"
 	}
-	// attempts is assigned first: MariaDB evaluates later assignments
-	// with the new values of earlier ones.
-	res := tx.Exec(`UPDATE reconcile_discrepancies SET attempts = IF(status = ?, 0, attempts), class = ?, action = ?, evidence = ?,
+	res := tx.Exec(`UPDATE reconcile_discrepancies SET attempts = IF(?, 0, attempts), class = ?, action = ?, evidence = ?,
 		status = ?, occurrence = ?, idempotency_key = ?, note = IF(? = '', note, ?), last_run_id = ?, updated_at = ? WHERE id = ?`,
-		StatusResolved, d.Class, d.Action, string(ev), next, occurrence, IdempotencyKey(job, d.Key, occurrence), note, note, runID, now, id)
+		fresh, d.Class, d.Action, string(ev), next, occurrence, IdempotencyKey(job, d.Key, occurrence), note, note, runID, now, id)
 	if res.Error != nil {
 		return false, res.Error
 	}
@@ -266,6 +278,17 @@ func (r *Runner) upsert(tx *gorm.DB, job string, runID int64, d Discrepancy) (bo
 		}
 	}
 	return next == StatusOpen && status != StatusOpen && status != StatusAcknowledged, nil
+}
+
+// heldSince reports whether a run of job finished after run lastRun and
+// before run runID: that run did not find the key (its last_run_id would
+// have moved), so whatever was last done to the key held there. Dry runs
+// leave no run row and prove nothing.
+func heldSince(tx *gorm.DB, job string, lastRun, runID int64) (bool, error) {
+	var n int64
+	err := tx.Raw("SELECT COUNT(*) FROM reconcile_runs WHERE job = ? AND status = ? AND id > ? AND id < ?",
+		job, runDone, lastRun, runID).Row().Scan(&n)
+	return n > 0, err
 }
 
 type pendingRepair struct {
