@@ -431,10 +431,12 @@ func TestOrderingWhileScaling(t *testing.T) {
 	}
 }
 
-// 9. The broker master is killed with messages waiting in it: what it
-// acknowledged was replicated (SYNC_MASTER) and is not lost; consumers
-// read from the slave where they can, and after the master restarts every
-// order completes.
+// 9. The broker master is killed right after it acknowledged a burst of
+// orders' events: what it acknowledged was replicated (SYNC_MASTER) and is
+// not lost; consumers read from the slave where they can, and after the
+// master restarts every order completes. (Inventory stays up: orders are
+// priced from its catalog at creation, so it can no longer be stopped to
+// park the events in the broker; some may be consumed before the kill.)
 func TestBrokerMasterKilledAndRestarted(t *testing.T) {
 	s, ctx := begin(t, 4*time.Minute)
 	// whatever happens, leave the broker and inventory running for the
@@ -450,10 +452,6 @@ func TestBrokerMasterKilledAndRestarted(t *testing.T) {
 			}
 		}
 	})
-	// park OrderCreated events in the broker: inventory is down
-	if err := s.stop(ctx, "inventory", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	var ids []string
 	for i := range 5 {
 		o, err := s.createOrder(ctx, "u-alice", apple(1+i))
@@ -462,12 +460,9 @@ func TestBrokerMasterKilledAndRestarted(t *testing.T) {
 		}
 		ids = append(ids, o.ID)
 	}
-	t.Logf("%d orders acknowledged while inventory is down; killing broker-a (master)", len(ids))
+	t.Logf("%d orders acknowledged; killing broker-a (master)", len(ids))
 	if err := s.kill(ctx, "broker-a"); err != nil {
 		t.Fatal(err)
-	}
-	if err := s.start(ctx, "inventory"); err != nil {
-		t.Fatalf("restart inventory: %v", err)
 	}
 	// the slave holds the acknowledged messages; give consumers a while
 	// to read them there (ordered consumers need the master's queue locks,
