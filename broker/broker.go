@@ -393,13 +393,15 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.GetConsumeStats, b.instrument(b.handleConsumeStats))
 	s.HandleFunc(protocol.GetConsumerConnectionList, b.instrument(b.handleConsumerConnections))
 	s.HandleFunc(protocol.QueryTopicConsumeByWho, b.instrument(b.handleTopicConsumedBy))
-	s.HandleFunc(protocol.TideListHalfMessages, b.instrument(b.handleListHalf))
-	s.HandleFunc(protocol.TideResumeHalfCheck, b.instrument(b.handleResumeHalf))
-	s.HandleFunc(protocol.TideForceEndTransaction, b.instrument(b.handleForceEnd))
-	s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
-	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata))
-	s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
+	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata)) // slave to master: not a client extension
 	s.HandleFunc(protocol.GetBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
+	if b.opts.TideExtensions { // else the server answers REQUEST_CODE_NOT_SUPPORTED, as RocketMQ does
+		s.HandleFunc(protocol.TideListHalfMessages, b.instrument(b.handleListHalf))
+		s.HandleFunc(protocol.TideResumeHalfCheck, b.instrument(b.handleResumeHalf))
+		s.HandleFunc(protocol.TideForceEndTransaction, b.instrument(b.handleForceEnd))
+		s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
+		s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
+	}
 }
 
 // errorResponse logs a refused request and builds its response.

@@ -61,10 +61,13 @@ func (b *Broker) startDelays() error {
 // (TIMER_DELIVER_MS / TIMER_DELAY_MS / TIMER_DELAY_SEC) or a timer recall
 // (TIMER_DEL_UNIQKEY) goes to the timer topic, a message with a DELAY
 // level to SCHEDULE_TOPIC_XXXX; anything else is left alone. It fails for
-// a timer beyond timerMaxDelaySec or a malformed timer property.
+// a timer beyond timerMaxDelaySec or a malformed timer property. Without
+// Tide extensions the timer properties are left alone (RocketMQ 4.9).
 func (b *Broker) divertDelayed(m *protocol.MessageExt) error {
-	if _, diverted, err := b.timers.Accept(m, time.Now()); err != nil || diverted {
-		return err
+	if b.opts.TideExtensions {
+		if _, diverted, err := b.timers.Accept(m, time.Now()); err != nil || diverted {
+			return err
+		}
 	}
 	schedule.Divert(m, b.delayLevels)
 	return nil
@@ -81,6 +84,9 @@ func (b *Broker) divertCommitted(m *protocol.MessageExt) {
 // validateTimer checks the timer properties of a message without changing
 // it (a transactional message's timer applies at commit).
 func (b *Broker) validateTimer(m *protocol.MessageExt) error {
+	if !b.opts.TideExtensions {
+		return nil
+	}
 	cp := *m
 	cp.SysFlag &^= protocol.SysFlagTxMask
 	cp.Properties = make(map[string]string, len(m.Properties))

@@ -332,15 +332,20 @@ func diskSpace(dir string) (disk, error) {
 // consoles turn into rates by sampling (msgPutTotal, msgGetTotal).
 func (b *Broker) handleRuntimeInfo(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	kv := map[string]string{
-		"brokerVersionDesc":  "Tide (RocketMQ 4.x protocol)",
-		"brokerRole":         b.opts.BrokerRole,
-		"bootTimestamp":      strconv.FormatInt(b.metrics.boot.UnixMilli(), 10),
-		"commitLogMaxOffset": strconv.FormatInt(b.store.MaxPhyOffset(), 10),
-		"commitLogMinOffset": strconv.FormatInt(b.store.MinPhyOffset(), 10),
-		"msgPutTotal":        strconv.FormatInt(b.store.Stats().Messages, 10),
-		"msgGetTotal":        strconv.FormatInt(int64(sumCounter(b.metrics.msgsOut)), 10),
-		"longPollHeld":       strconv.FormatInt(b.polls.Held(), 10),
-		"diskFull":           strconv.FormatBool(b.store.DiskFull()),
+		protocol.RuntimeVersionDesc: "V4_9_7", // RocketMQ 4.9.7's answer: what Tide speaks
+		protocol.RuntimeVersion:     strconv.Itoa(int(protocol.Version)),
+		"brokerRole":                b.opts.BrokerRole,
+		"bootTimestamp":             strconv.FormatInt(b.metrics.boot.UnixMilli(), 10),
+		"commitLogMaxOffset":        strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"commitLogMinOffset":        strconv.FormatInt(b.store.MinPhyOffset(), 10),
+		"msgPutTotal":               strconv.FormatInt(b.store.Stats().Messages, 10),
+		"msgGetTotal":               strconv.FormatInt(int64(sumCounter(b.metrics.msgsOut)), 10),
+		"longPollHeld":              strconv.FormatInt(b.polls.Held(), 10),
+		"diskFull":                  strconv.FormatBool(b.store.DiskFull()),
+	}
+	if b.opts.TideExtensions {
+		kv[protocol.RuntimeVersionDesc] = "Tide (RocketMQ 4.x protocol)"
+		kv[protocol.RuntimeTideExtensions] = strings.Join(protocol.TideExtensions(), ",")
 	}
 	if d, err := diskSpace(b.opts.Store.StorePathRootDir); err == nil {
 		kv["commitLogDiskRatio"] = strconv.FormatFloat(d.usedRatio(), 'f', 4, 64)

@@ -82,6 +82,21 @@ type Options struct {
 	// timerMaxDelaySec); later deliver-at times are refused.
 	TimerMaxDelaySec int `conf:"timerMaxDelaySec"`
 
+	// TideExtensions (Tide, default true) switches every Tide extension
+	// a client can see: the Tide request codes of clients and operators
+	// (10001-10004 and 10006, answered REQUEST_CODE_NOT_SUPPORTED when
+	// off, as a RocketMQ broker answers them), timers with recall (the
+	// RocketMQ 5 timer properties and TIMER_DEL_UNIQKEY are then ordinary
+	// properties: the message is stored and delivered at once, as
+	// RocketMQ 4.9 does) and the extension list in the runtime info
+	// (GET_BROKER_RUNTIME_INFO then says V4_9_7). Off, the broker behaves
+	// as Apache RocketMQ 4.9 towards clients, so applications can be
+	// tested against what a plain RocketMQ cluster offers. Timers stored
+	// before the switch was turned off still fire. Broker-to-broker
+	// requests (TideGetMetadata from a slave) stay on: they never reach a
+	// client. Every later extension must honour this switch.
+	TideExtensions bool `conf:"tideExtensions"`
+
 	ServerSocketMaxFrame int `conf:"serverSocketMaxFrameSize"`
 
 	// MetricsPromExporterPort serves Prometheus /metrics and /healthz on
@@ -173,6 +188,7 @@ func DefaultOptions() Options {
 		FlushConsumerOffsetInterval:       5000,
 		FlushDelayOffsetInterval:          10000,
 		TimerMaxDelaySec:                  3 * 24 * 3600,
+		TideExtensions:                    true,
 		ServerSocketMaxFrame:              16 << 20,
 		ServerMaxConnections:              10000,
 		ServerChannelMaxIdleTimeSeconds:   120,

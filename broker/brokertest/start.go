@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // directory (small segments), registered with the given NameServers, and
 // applies opts on top. It returns once the broker serves requests and has
 // registered; the broker is shut down when the test ends. Set
-// TIDE_TEST_LOG=1 to see the broker's log.
+// TIDE_TEST_LOG=1 to see the broker's log, and TIDE_BROKER_EXTENSIONS=off
+// to run it without Tide extensions (broker.Options.TideExtensions), as
+// the plain RocketMQ 4.9 broker an application may meet in production;
+// opts are applied after that and may turn them back on.
 func Start(t testing.TB, namesrv string, opts ...func(*broker.Options)) *broker.Broker {
 	t.Helper()
 	o := broker.DefaultOptions()
@@ -30,6 +34,7 @@ func Start(t testing.TB, namesrv string, opts ...func(*broker.Options)) *broker.
 	o.Store.MappedFileSizeCommitLog = 64 << 20
 	o.Store.MappedFileSizeConsumeQueue = 20 * 10000
 	o.RegisterNameServerPeriod = 1000
+	o.TideExtensions = Extensions()
 	for _, f := range opts {
 		f(&o)
 	}
@@ -54,4 +59,21 @@ func Start(t testing.TB, namesrv string, opts ...func(*broker.Options)) *broker.
 		}
 	})
 	return b
+}
+
+// ExtensionsEnv names the environment variable that turns Tide extensions
+// off in every broker Start runs: TIDE_BROKER_EXTENSIONS=off (or false,
+// 0). Suites run once with it and once without to prove that what they
+// test works on a plain RocketMQ broker, or refuses clearly.
+const ExtensionsEnv = "TIDE_BROKER_EXTENSIONS"
+
+// Extensions reports whether brokers started by Start serve Tide
+// extensions (ExtensionsEnv is unset or on), for tests whose expectations
+// differ on a plain broker.
+func Extensions() bool {
+	switch strings.ToLower(os.Getenv(ExtensionsEnv)) {
+	case "off", "false", "0", "no":
+		return false
+	}
+	return true
 }
