@@ -46,6 +46,12 @@ tidy: ## go mod tidy every module, then go work sync
 cluster-test: ## run the multi-process replication and failover tests (broker/clustertest, a few minutes)
 	@cd broker && $(GO) test -tags cluster -count=1 -timeout 15m ./clustertest/
 
+.PHONY: chaos
+chaos: ## randomized fault campaign + history checker, as root (SEED=1 DURATION=5m DRAIN=2m; docs/reliability.md)
+	@mkdir -p $(BIN)
+	@cd tools/chaos && $(GO) build -o $(BIN)/chaos ./cmd/chaos
+	@$(BIN)/chaos -root $(CURDIR) -seed $(or $(SEED),1) -duration $(or $(DURATION),5m) -drain $(or $(DRAIN),2m)
+
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	@scripts/fuzz.sh $${FUZZTIME:-30s}

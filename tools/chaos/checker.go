@@ -1,0 +1,450 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrBadHistory reports a history file that does not parse or lacks its
+// setup event.
+var ErrBadHistory = errors.New("chaos: bad history")
+
+// EarlyTolerance is how much earlier than its NotBefore time a delayed or
+// timer message may be delivered without a violation: the broker keeps
+// delivery times in milliseconds, the history in nanoseconds.
+const EarlyTolerance = 2 * time.Millisecond
+
+// Violation kinds.
+const (
+	VLost       = "lost"        // acknowledged (and committed, not recalled) but never delivered to a group
+	VUnexpected = "unexpected"  // delivered but never sent by the workload
+	VFailedSent = "failed-sent" // delivered although its send definitely failed
+	VRolledBack = "rolled-back" // a rolled-back transactional message was delivered
+	VEarly      = "early"       // a delayed or timer message delivered before its time
+	VRecalled   = "recalled"    // a timer message delivered after its recall succeeded
+	VOrder      = "order"       // an ordered group saw a key's message before an earlier acknowledged one
+)
+
+// Violation is one guarantee broken, with the events that show it.
+type Violation struct {
+	Kind   string
+	Group  string
+	ID     string
+	What   string
+	Events []Event
+}
+
+// OpCount counts one operation's events.
+type OpCount struct {
+	Invoke, OK, Fail, Info int
+}
+
+// Report is what Check found.
+type Report struct {
+	Events      int
+	Ops         map[string]*OpCount // by op, messages' operations only
+	Messages    map[string]int      // by op: messages acknowledged
+	Faults      map[string]int      // by fault kind
+	Deliveries  map[string]int      // by group
+	Duplicates  map[string]int      // by group: deliveries beyond a message's first
+	Required    map[string]int      // by group: messages that group had to receive
+	Violations  []Violation
+	ViolByKind  map[string]int
+	Unchecked   []string // guarantees this history could not check, with the reason
+	Drained     bool     // the drain ended with every required message seen
+	FaultWindow time.Duration
+}
+
+// OK reports whether the history was checked without violations.
+func (r *Report) OK() bool { return len(r.Violations) == 0 }
+
+type sent struct {
+	id        string
+	topic     string
+	op        string
+	key       string
+	seq       int
+	intent    string
+	notBefore *time.Time
+	invoke    *Event
+	done      *Event
+	recall    *Event // a recall that answered "recalled"
+	recallNF  *Event // a recall that answered "not-found"
+	// recallMaybe is a recall invoked that never answered (timeout, lost
+	// connection): it may have taken effect, so the message may be
+	// delivered or not.
+	recallMaybe *Event
+}
+
+func (s *sent) acked() bool { return s.done != nil && s.done.Type == OK }
+
+// required reports whether every group of the message's topic must
+// receive it.
+func (s *sent) required() bool {
+	if !s.acked() || s.recall != nil || s.recallNF != nil || s.recallMaybe != nil {
+		return false
+	}
+	return s.op != OpTx || s.intent == "commit" || s.intent == "unknown-commit"
+}
+
+func (s *sent) rolledBack() bool {
+	return s.op == OpTx && s.acked() && (s.intent == "rollback" || s.intent == "unknown-rollback")
+}
+
+// Check verifies a history (see docs/reliability.md for the guarantees).
+func Check(events []Event) (*Report, error) {
+	r := &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
+		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
+		Required: map[string]int{}, ViolByKind: map[string]int{}}
+	var setup *Event
+	msgs := map[string]*sent{}
+	pending := map[string]*Event{} // process -> open invoke
+	var faultStart, heal *Event
+	for i := range events {
+		e := &events[i]
+		switch e.Op {
+		case OpSetup:
+			setup = e
+		case OpFault:
+			if e.Type == Invoke {
+				r.Faults[e.Fault]++
+				if faultStart == nil {
+					faultStart = e
+				}
+			}
+		case OpHeal:
+			heal = e
+		case OpDrain:
+			r.Drained = e.Type == OK
+		case OpSend, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer:
+			c := r.Ops[e.Op]
+			if c == nil {
+				c = &OpCount{}
+				r.Ops[e.Op] = c
+			}
+			switch e.Type {
+			case Invoke:
+				c.Invoke++
+				pending[e.Process] = e
+				for _, id := range e.IDs {
+					msgs[id] = &sent{id: id, topic: e.Topic, op: e.Op, key: e.Key, seq: e.Seq,
+						intent: e.Intent, notBefore: e.NotBefore, invoke: e}
+				}
+			default:
+				switch e.Type {
+				case OK:
+					c.OK++
+					r.Messages[e.Op] += len(e.IDs)
+				case Fail:
+					c.Fail++
+				case Info:
+					c.Info++
+				}
+				delete(pending, e.Process)
+				for _, id := range e.IDs {
+					if s := msgs[id]; s != nil {
+						s.done = e
+					}
+				}
+			}
+		case OpRecall:
+			c := r.Ops[e.Op]
+			if c == nil {
+				c = &OpCount{}
+				r.Ops[e.Op] = c
+			}
+			switch e.Type {
+			case Invoke:
+				c.Invoke++
+			case OK:
+				c.OK++
+			case Fail:
+				c.Fail++
+			case Info:
+				c.Info++
+			}
+			for _, id := range e.IDs {
+				s := msgs[id]
+				switch {
+				case s == nil:
+				case e.Type == Invoke || e.Type == Info:
+					s.recallMaybe = e // until it answers, it may take effect
+				case e.Type == Fail || e.Detail == "already-fired":
+					s.recallMaybe = nil
+				case e.Detail == "recalled":
+					s.recall, s.recallMaybe = e, nil
+				case e.Detail == "not-found":
+					s.recallNF, s.recallMaybe = e, nil
+				}
+			}
+		}
+	}
+	if setup == nil {
+		return r, fmt.Errorf("%w: no setup event", ErrBadHistory)
+	}
+	if faultStart != nil && heal != nil {
+		r.FaultWindow = heal.Time.Sub(faultStart.Time)
+	}
+	// Open invokes (the run ended before they completed) count as info.
+	for _, e := range pending {
+		r.Ops[e.Op].Info++
+	}
+
+	delivered := map[string]map[string][]*Event{} // group -> id -> deliveries
+	for g := range setup.Groups {
+		delivered[g] = map[string][]*Event{}
+	}
+	ordered := map[string]bool{}
+	for _, g := range setup.Ordered {
+		ordered[g] = true
+	}
+	orderState := map[string]*keyOrder{} // group/key
+	for i := range events {
+		e := &events[i]
+		if e.Op != OpConsume {
+			continue
+		}
+		r.Deliveries[e.Group]++
+		id := ""
+		if len(e.IDs) > 0 {
+			id = e.IDs[0]
+		}
+		s := msgs[id]
+		if s == nil {
+			r.add(Violation{Kind: VUnexpected, Group: e.Group, ID: id,
+				What: "delivered a message the workload never sent", Events: []Event{*e}})
+			continue
+		}
+		byID := delivered[e.Group]
+		if byID == nil {
+			byID = map[string][]*Event{}
+			delivered[e.Group] = byID
+		}
+		first := len(byID[id]) == 0
+		byID[id] = append(byID[id], e)
+		if !first {
+			r.Duplicates[e.Group]++
+			continue
+		}
+		if s.done != nil && s.done.Type == Fail {
+			r.add(Violation{Kind: VFailedSent, Group: e.Group, ID: id,
+				What: "delivered although its send failed definitely", Events: []Event{*s.invoke, *s.done, *e}})
+		}
+		if s.rolledBack() {
+			r.add(Violation{Kind: VRolledBack, Group: e.Group, ID: id,
+				What: "rolled-back transactional message delivered", Events: []Event{*s.invoke, *s.done, *e}})
+		}
+		if s.notBefore != nil && e.Time.Before(s.notBefore.Add(-EarlyTolerance)) {
+			r.add(Violation{Kind: VEarly, Group: e.Group, ID: id,
+				What:   fmt.Sprintf("delivered %v before its time", s.notBefore.Sub(e.Time).Round(time.Millisecond)),
+				Events: evs(s.invoke, s.done, e)})
+		}
+		if s.recall != nil {
+			r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
+				What: "timer message delivered although its recall succeeded", Events: evs(s.invoke, s.done, s.recall, e)})
+		}
+		if nf := s.recallNF; nf != nil && e.StoreTime != nil && e.StoreTime.After(nf.Time) {
+			r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
+				What:   "timer message fired after a recall answered not-found (nothing may be delivered from then on)",
+				Events: evs(s.invoke, s.done, s.recallNF, e)})
+		}
+		if ordered[e.Group] && s.op == OpOrdered {
+			k := e.Group + "/" + s.key
+			st := orderState[k]
+			if st == nil {
+				st = &keyOrder{seen: map[int]bool{}}
+				orderState[k] = st
+			}
+			st.seen[s.seq] = true
+			// every acknowledged message of the key with a smaller seq
+			// (sent before this one: a key's sends are sequential) must
+			// have been delivered first
+			for q := st.checkedUpTo + 1; q < s.seq; q++ {
+				prev := msgs[orderedID(s.key, q)]
+				if prev == nil || !prev.acked() || st.seen[q] {
+					continue
+				}
+				r.add(Violation{Kind: VOrder, Group: e.Group, ID: id,
+					What:   fmt.Sprintf("key %s: seq %d delivered before acknowledged seq %d", s.key, s.seq, q),
+					Events: evs(prev.invoke, prev.done, s.invoke, s.done, e)})
+				break
+			}
+			if s.seq > st.checkedUpTo {
+				st.checkedUpTo = s.seq - 1
+			}
+		}
+	}
+
+	// Lost: every required message delivered to every group of its topic.
+	ids := make([]string, 0, len(msgs))
+	for id := range msgs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	groups := make([]string, 0, len(setup.Groups))
+	for g := range setup.Groups {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		topics := map[string]bool{}
+		for _, t := range setup.Groups[g] {
+			topics[t] = true
+		}
+		for _, id := range ids {
+			s := msgs[id]
+			if !topics[s.topic] || !s.required() {
+				continue
+			}
+			r.Required[g]++
+			if len(delivered[g][id]) == 0 {
+				r.add(Violation{Kind: VLost, Group: g, ID: id,
+					What:   fmt.Sprintf("%s acknowledged (%s) but never delivered to %s", s.op, s.done.Status, g),
+					Events: evs(s.invoke, s.done, s.recall)})
+			}
+		}
+	}
+	r.unchecked(setup, msgs)
+	return r, nil
+}
+
+type keyOrder struct {
+	seen        map[int]bool
+	checkedUpTo int // every seq up to this one was checked against earlier deliveries
+}
+
+// orderedID is the id of seq of key: the workload's naming, which the
+// checker relies on to find a key's earlier messages.
+func orderedID(key string, seq int) string { return fmt.Sprintf("%s-%d", key, seq) }
+
+func evs(es ...*Event) []Event {
+	var out []Event
+	for _, e := range es {
+		if e != nil {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+func (r *Report) add(v Violation) {
+	r.Violations = append(r.Violations, v)
+	r.ViolByKind[v.Kind]++
+}
+
+func (r *Report) unchecked(setup *Event, msgs map[string]*sent) {
+	acked := map[string]int{}
+	rolled, recalled := 0, 0
+	for _, s := range msgs {
+		if s.acked() {
+			acked[s.op]++
+		}
+		if s.rolledBack() {
+			rolled++
+		}
+		if s.recall != nil {
+			recalled++
+		}
+	}
+	for _, op := range []string{OpSend, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer} {
+		if acked[op] == 0 {
+			r.Unchecked = append(r.Unchecked, op+": no acknowledged message, its guarantees were not checked")
+		}
+	}
+	if rolled == 0 {
+		r.Unchecked = append(r.Unchecked, "rolled-back transactions: none acknowledged, \"never delivered\" not checked")
+	}
+	if recalled == 0 {
+		r.Unchecked = append(r.Unchecked, "recalls: none succeeded, \"never delivered after recall\" not checked")
+	}
+	if len(setup.Ordered) == 0 {
+		r.Unchecked = append(r.Unchecked, "order: no ordered consumer group")
+	}
+	if !r.Drained {
+		r.Unchecked = append(r.Unchecked, "the drain ended at its deadline: lost messages may be late ones (liveness), see each")
+	}
+}
+
+// Print writes the report: figures first, then each violation with its
+// events (at most maxViolations of them; 0 prints all).
+func (r *Report) Print(w io.Writer, maxViolations int) {
+	fmt.Fprintf(w, "history: %d events, fault window %v, drained: %v\n", r.Events, r.FaultWindow.Round(time.Second), r.Drained)
+	ops := sortedKeys(r.Ops)
+	for _, op := range ops {
+		c := r.Ops[op]
+		fmt.Fprintf(w, "  op %-8s invoked %6d  ok %6d  fail %4d  info %4d  messages acked %6d\n", op, c.Invoke, c.OK, c.Fail, c.Info, r.Messages[op])
+	}
+	total := 0
+	var fk []string
+	for k, n := range r.Faults {
+		total += n
+		fk = append(fk, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(fk)
+	fmt.Fprintf(w, "faults: %d (%s)\n", total, strings.Join(fk, " "))
+	for _, g := range sortedKeys(r.Deliveries) {
+		fmt.Fprintf(w, "  group %-16s required %6d  deliveries %6d  duplicates %5d\n", g, r.Required[g], r.Deliveries[g], r.Duplicates[g])
+	}
+	for _, u := range r.Unchecked {
+		fmt.Fprintf(w, "NOT CHECKED: %s\n", u)
+	}
+	if r.OK() {
+		fmt.Fprintf(w, "violations: 0\n")
+		return
+	}
+	var vk []string
+	for k, n := range r.ViolByKind {
+		vk = append(vk, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(vk)
+	fmt.Fprintf(w, "violations: %d (%s)\n", len(r.Violations), strings.Join(vk, " "))
+	for i, v := range r.Violations {
+		if maxViolations > 0 && i == maxViolations {
+			fmt.Fprintf(w, "... %d more\n", len(r.Violations)-i)
+			break
+		}
+		fmt.Fprintf(w, "VIOLATION %s group=%s id=%s: %s\n", v.Kind, v.Group, v.ID, v.What)
+		for _, e := range v.Events {
+			fmt.Fprintf(w, "    %s\n", oneLine(e))
+		}
+	}
+}
+
+func oneLine(e Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %s %s %s %s", e.Index, e.Time.UTC().Format("15:04:05.000000"), e.Process, e.Type, e.Op)
+	add := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	add("topic", e.Topic)
+	add("ids", strings.Join(e.IDs, ","))
+	add("intent", e.Intent)
+	add("status", e.Status)
+	add("group", e.Group)
+	add("queue", e.Queue)
+	add("msg_id", e.MsgID)
+	add("detail", e.Detail)
+	add("error", e.Error)
+	if e.NotBefore != nil {
+		add("not_before", e.NotBefore.UTC().Format("15:04:05.000000"))
+	}
+	if e.StoreTime != nil {
+		add("store_time", e.StoreTime.UTC().Format("15:04:05.000"))
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

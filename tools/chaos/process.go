@@ -1,0 +1,145 @@
+package chaos
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is one daemon of the cluster: a command line (run inside its
+// host's namespace) and a log file that collects its output across
+// restarts. Methods are safe for concurrent use.
+type Process struct {
+	Name    string
+	Host    string
+	Addr    string // host:port it serves on, for readiness
+	Argv    []string
+	LogPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool
+	starts int
+}
+
+// Start runs the process; it returns once it was spawned.
+func (p *Process) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("%s: already running", p.Name)
+	}
+	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "----- chaos: start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.Argv, " "))
+	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// own process group: a ^C to the tool does not reach the daemons, the
+	// tool stops them itself
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.paused = cmd, done, false
+	p.starts++
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	return nil
+}
+
+// Running reports whether the process is up (paused counts as up).
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL and waits for the exit; a no-op if not running.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.cmd, p.done, p.paused = nil, nil, false
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("%s: still running 15 s after SIGKILL", p.Name)
+	}
+}
+
+// Pause sends SIGSTOP.
+func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP, true) }
+
+// Resume sends SIGCONT.
+func (p *Process) Resume() error { return p.signal(syscall.SIGCONT, false) }
+
+func (p *Process) signal(sig syscall.Signal, paused bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("%s: not running", p.Name)
+	}
+	p.paused = paused
+	return p.cmd.Process.Signal(sig)
+}
+
+// Paused reports whether the process was paused and not resumed.
+func (p *Process) Paused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused
+}
+
+// Starts counts the process's starts.
+func (p *Process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// WaitTCP polls Addr until a TCP connection succeeds, the process exits or
+// timeout passes.
+func (p *Process) WaitTCP(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if !p.Running() {
+			return fmt.Errorf("%s exited before listening on %s (log %s)", p.Name, p.Addr, p.LogPath)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not reachable after %v: %w", p.Name, p.Addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,291 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemq/tide/pkg/mqclient"
+)
+
+// Options configure a campaign. DefaultOptions holds the defaults.
+type Options struct {
+	Seed     int64
+	Duration time.Duration // how long faults are injected
+	// Drain bounds the wait, after healing, for every acknowledged message
+	// to reach every group.
+	Drain time.Duration
+	Dir   string // output: history.jsonl, schedule.txt, report.txt, process logs
+	Root  string // repository root (to build the daemons)
+	Out   io.Writer
+}
+
+// DefaultOptions returns the defaults (Root and Dir must still be set).
+func DefaultOptions() Options {
+	return Options{Seed: 1, Duration: 5 * time.Minute, Drain: 120 * time.Second, Out: os.Stdout}
+}
+
+// Validate reports bad options.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Duration <= 0 {
+		errs = append(errs, errors.New("duration must be positive"))
+	}
+	if o.Drain <= 0 {
+		errs = append(errs, errors.New("drain must be positive"))
+	}
+	if o.Dir == "" || o.Root == "" {
+		errs = append(errs, errors.New("dir and root must be set"))
+	}
+	if o.Out == nil {
+		errs = append(errs, errors.New("out must be set"))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs one campaign: build, start the cluster on a private network,
+// run the workload while the seed's faults are injected, heal, drain,
+// check the recorded history. It returns the checker's report; an error
+// means the campaign could not run or could not be checked (ErrNoNetns
+// when network namespaces are unavailable).
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckNetns(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(o.Out, "%s chaos: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	say("seed %d, faults for %v, output %s", o.Seed, o.Duration, o.Dir)
+	bins, err := Build(o.Root, filepath.Join(o.Dir, "bin"))
+	if err != nil {
+		return nil, err
+	}
+	net, err := NewNetwork()
+	if err != nil {
+		return nil, err
+	}
+	defer net.Close()
+	say("network 10.21.%d.0/24 (namespaces chaos-%d-*)", net.ID, net.ID)
+	cl, err := StartCluster(net, bins, o.Dir)
+	defer cl.Stop()
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	clientLog, err := os.Create(filepath.Join(o.Dir, "clients.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer clientLog.Close()
+	logger := slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	admin, err := mqclient.NewAdmin(mqclient.WithNameServers(cl.NameServerAddrs()...), mqclient.WithLogger(logger),
+		mqclient.WithRequestTimeout(3*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	if err := admin.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer admin.Shutdown(context.Background())
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	err = cl.WaitReady(rctx, admin, Topics, 4)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("cluster not ready: %w", err)
+	}
+	say("cluster ready: nameservers %s, master %s, slave %s", strings.Join(cl.NameServerAddrs(), ","), cl.Master.Addr, cl.Slave.Addr)
+
+	histPath := filepath.Join(o.Dir, "history.jsonl")
+	rec, err := NewRecorder(histPath)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Close()
+	cfg := map[string]string{"seed": strconv.FormatInt(o.Seed, 10), "duration": o.Duration.String()}
+	for k, v := range BrokerConfig {
+		cfg[k] = v
+	}
+	rec.Record(Event{Process: "runner", Type: OK, Op: OpSetup, Groups: Groups, Ordered: []string{GroupOrdered}, Config: cfg})
+
+	sched := Schedule(o.Seed, o.Duration, ConsumerInstances)
+	if err := writeSchedule(filepath.Join(o.Dir, "schedule.txt"), o.Seed, sched); err != nil {
+		return nil, err
+	}
+	wl := NewWorkload(rec, cl.NameServerAddrs(), cl.Master.Addr, admin, o.Seed, logger)
+	defer wl.Close(context.Background())
+	if err := wl.Start(ctx); err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	inj := &injector{net: net, cl: cl, wl: wl, rec: rec, say: say}
+	start := time.Now()
+	for i, f := range sched {
+		if d := time.Until(start.Add(f.At)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		say("fault %d/%d: %s", i+1, len(sched), f)
+		inj.apply(ctx, f)
+		rec.Flush()
+	}
+	if d := time.Until(start.Add(o.Duration)); d > 0 && ctx.Err() == nil {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
+	wl.StopProducers()
+	healErr := inj.healAll(context.Background())
+	rec.Record(Event{Process: "runner", Type: OK, Op: OpHeal, Error: errString(healErr)})
+	if healErr != nil {
+		say("heal: %v", healErr)
+	}
+	say("healed; draining (up to %v, %d deliveries missing)", o.Drain, wl.Missing())
+	deadline := time.Now().Add(o.Drain)
+	for wl.Missing() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+	}
+	missing := wl.Missing()
+	if missing == 0 {
+		rec.Record(Event{Process: "runner", Type: OK, Op: OpDrain})
+	} else {
+		rec.Record(Event{Process: "runner", Type: Info, Op: OpDrain, Detail: fmt.Sprintf("%d deliveries missing at the deadline", missing)})
+	}
+	wl.Close(context.Background())
+	if err := rec.Close(); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	events, err := ReadHistoryFile(histPath)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := Check(events)
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func writeSchedule(path string, seed int64, sched []Fault) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# seed %d: %d faults\n", seed, len(sched))
+	for _, f := range sched {
+		fmt.Fprintf(&b, "%8.1fs  %s\n", f.At.Seconds(), f)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// injector applies faults and heals them, recording each.
+type injector struct {
+	net *Network
+	cl  *Cluster
+	wl  *Workload
+	rec *Recorder
+	say func(string, ...any)
+}
+
+func (in *injector) apply(ctx context.Context, f Fault) {
+	e := Event{Process: "nemesis", Op: OpFault, Fault: f.Kind, Target: f.Target, Detail: f.String()}
+	if f.Peer != "" {
+		e.Target += "->" + f.Peer
+	}
+	inv := e
+	inv.Type = Invoke
+	err := in.start(ctx, f)
+	if err != nil {
+		inv.Error = err.Error()
+	}
+	in.rec.Record(inv)
+	if err == nil {
+		select {
+		case <-time.After(f.Dur):
+		case <-ctx.Done():
+		}
+	}
+	herr := in.heal(ctx, f)
+	done := e
+	done.Type = OK
+	if herr != nil {
+		done.Type, done.Error = Info, herr.Error()
+		in.say("heal %s: %v", f, herr)
+	}
+	in.rec.Record(done)
+}
+
+func (in *injector) start(ctx context.Context, f Fault) error {
+	switch f.Kind {
+	case FKill:
+		return in.cl.Proc(f.Target).Kill()
+	case FPause:
+		return in.cl.Proc(f.Target).Pause()
+	case FIsolate:
+		var errs []error
+		for _, peer := range netPeers {
+			if peer != f.Target {
+				errs = append(errs, in.net.Cut(f.Target, peer), in.net.Cut(peer, f.Target))
+			}
+		}
+		return errors.Join(errs...)
+	case FPartition:
+		return errors.Join(in.net.Cut(f.Target, f.Peer), in.net.Cut(f.Peer, f.Target))
+	case FOneWay:
+		return in.net.Cut(f.Target, f.Peer)
+	case FNetem:
+		return in.net.Netem(f.Target, f.DelayMS, f.JitterMS, f.LossPct)
+	case FConsumerRestart:
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return in.wl.StopConsumer(sctx, f.Target)
+	}
+	return fmt.Errorf("unknown fault %q", f.Kind)
+}
+
+func (in *injector) heal(ctx context.Context, f Fault) error {
+	switch f.Kind {
+	case FKill, FPause:
+		return in.cl.Heal()
+	case FIsolate, FPartition, FOneWay, FNetem:
+		return in.net.Heal()
+	case FConsumerRestart:
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return in.wl.StartConsumer(sctx, f.Target)
+	}
+	return nil
+}
+
+// healAll ends every fault: network, processes, consumers.
+func (in *injector) healAll(ctx context.Context) error {
+	errs := []error{in.net.Heal(), in.cl.Heal()}
+	for _, name := range ConsumerInstances {
+		if !in.wl.ConsumerRunning(name) {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			errs = append(errs, in.wl.StartConsumer(sctx, name))
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
+}

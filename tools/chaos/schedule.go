@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+)
+
+// Fault kinds.
+const (
+	FKill            = "kill"             // SIGKILL, restart after Dur
+	FPause           = "pause"            // SIGSTOP, SIGCONT after Dur
+	FIsolate         = "isolate"          // the host cut from every other host and the clients, both ways
+	FPartition       = "partition"        // two hosts cut from each other, both ways
+	FOneWay          = "oneway"           // packets from Target to Peer dropped, the other way passes
+	FNetem           = "netem"            // delay, jitter and loss on Target's link
+	FConsumerRestart = "consumer-restart" // a consumer instance shut down, a new one started after Dur
+)
+
+// FaultKinds lists every kind in schedule order of preference.
+var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FNetem, FConsumerRestart}
+
+// Fault is one step of a schedule: at At (from the campaign's start) the
+// fault begins; it is healed Dur later, then the cluster gets Gap of quiet.
+type Fault struct {
+	At     time.Duration
+	Kind   string
+	Target string
+	Peer   string
+	Dur    time.Duration
+	Gap    time.Duration
+	// netem
+	DelayMS, JitterMS int
+	LossPct           float64
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("%s %s", f.Kind, f.Target)
+	if f.Peer != "" {
+		s += "->" + f.Peer
+	}
+	if f.Kind == FNetem {
+		s += fmt.Sprintf(" delay=%dms±%dms loss=%.1f%%", f.DelayMS, f.JitterMS, f.LossPct)
+	}
+	return s + fmt.Sprintf(" for %v", f.Dur)
+}
+
+// The hosts and consumer instances faults choose from.
+var (
+	processTargets = []string{"master", "master", "master", "slave", "slave", "ns1", "ns2"}
+	hostTargets    = []string{"master", "slave", "ns1", "ns2"}
+	netPeers       = []string{"master", "slave", "ns1", "ns2", "client"}
+)
+
+// Schedule derives the faults of a campaign of length d from seed: the
+// same seed and duration always give the same schedule. consumers names
+// the consumer instances a consumer-restart may pick.
+func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
+	rng := rand.New(rand.NewSource(seed))
+	var out []Fault
+	at := 2 * time.Second
+	for at < d {
+		f := Fault{At: at, Kind: FaultKinds[rng.Intn(len(FaultKinds))],
+			Dur: time.Duration(2000+rng.Intn(10000)) * time.Millisecond,
+			Gap: time.Duration(2000+rng.Intn(4000)) * time.Millisecond}
+		switch f.Kind {
+		case FKill, FPause:
+			f.Target = processTargets[rng.Intn(len(processTargets))]
+		case FIsolate:
+			f.Target = hostTargets[rng.Intn(len(hostTargets))]
+		case FPartition, FOneWay:
+			i := rng.Intn(len(netPeers))
+			j := rng.Intn(len(netPeers) - 1)
+			if j >= i {
+				j++
+			}
+			f.Target, f.Peer = netPeers[i], netPeers[j]
+		case FNetem:
+			f.Target = hostTargets[rng.Intn(len(hostTargets))]
+			f.DelayMS = 10 + rng.Intn(200)
+			f.JitterMS = rng.Intn(f.DelayMS/2 + 1)
+			f.LossPct = float64(rng.Intn(300)) / 10
+		case FConsumerRestart:
+			f.Target = consumers[rng.Intn(len(consumers))]
+		}
+		out = append(out, f)
+		at += f.Dur + f.Gap
+	}
+	return out
+}
