@@ -195,6 +195,12 @@ func operator(c *remoting.Conn, op string) string {
 	return c.RemoteAddr().String()
 }
 
+// HalfMessages lists the pending and parked half messages, oldest first,
+// as TideListHalfMessages answers them, for an embedding program (tests
+// and tools in the same process). It works whatever TideExtensions says:
+// it is not a client request. Safe for concurrent use once started.
+func (b *Broker) HalfMessages() []protocol.HalfMessage { return b.tx.List() }
+
 // handleRecallTimer serves TideRecallTimer: ext handle = the UNIQ_KEY of a
 // timer message, topic = its topic (the recall cancels only a timer of
 // that topic; checkACL asked for PUB on it, or admin without a topic).
