@@ -51,6 +51,13 @@ type Report struct {
 	Faults      map[string]int      // by fault kind
 	Deliveries  map[string]int      // by group
 	Duplicates  map[string]int      // by group: deliveries beyond a message's first
+	// Replays (by group) are the duplicates delivered from a queue offset
+	// the group had already been given (the consumer side: offsets not
+	// committed before a crash, pause or rebalance); the other duplicates
+	// are copies stored at another offset (the producer side: a send
+	// retried after a lost answer, or a message stored twice).
+	Replays  map[string]int
+	Recalls  map[string]int // recall outcomes: recalled, already-fired, not-found, unknown
 	Required    map[string]int      // by group: messages that group had to receive
 	Violations  []Violation
 	ViolByKind  map[string]int
@@ -99,7 +106,7 @@ func (s *sent) rolledBack() bool {
 func Check(events []Event) (*Report, error) {
 	r := &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
 		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
-		Required: map[string]int{}, ViolByKind: map[string]int{}}
+		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{}}
 	var setup *Event
 	msgs := map[string]*sent{}
 	pending := map[string]*Event{} // process -> open invoke
@@ -167,6 +174,12 @@ func Check(events []Event) (*Report, error) {
 			case Info:
 				c.Info++
 			}
+			switch {
+			case e.Type == Info:
+				r.Recalls["unknown"]++
+			case e.Type == OK:
+				r.Recalls[e.Detail]++
+			}
 			for _, id := range e.IDs {
 				s := msgs[id]
 				switch {
@@ -192,6 +205,9 @@ func Check(events []Event) (*Report, error) {
 	// Open invokes (the run ended before they completed) count as info.
 	for _, e := range pending {
 		r.Ops[e.Op].Info++
+	}
+	if c := r.Ops[OpRecall]; c != nil && c.Invoke > c.OK+c.Fail+c.Info {
+		r.Recalls["unknown"] += c.Invoke - c.OK - c.Fail - c.Info
 	}
 
 	delivered := map[string]map[string][]*Event{} // group -> id -> deliveries
@@ -228,6 +244,12 @@ func Check(events []Event) (*Report, error) {
 		byID[id] = append(byID[id], e)
 		if !first {
 			r.Duplicates[e.Group]++
+			for _, d := range byID[id][:len(byID[id])-1] {
+				if d.Queue == e.Queue && d.Offset == e.Offset {
+					r.Replays[e.Group]++
+					break
+				}
+			}
 			continue
 		}
 		if s.done != nil && s.done.Type == Fail {
@@ -376,6 +398,11 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 	ops := sortedKeys(r.Ops)
 	for _, op := range ops {
 		c := r.Ops[op]
+		if op == OpRecall {
+			fmt.Fprintf(w, "  op %-8s invoked %6d  ok %6d  fail %4d  info %4d  recalled %d, already fired %d, not found %d, unknown %d\n",
+				op, c.Invoke, c.OK, c.Fail, c.Info, r.Recalls["recalled"], r.Recalls["already-fired"], r.Recalls["not-found"], r.Recalls["unknown"])
+			continue
+		}
 		fmt.Fprintf(w, "  op %-8s invoked %6d  ok %6d  fail %4d  info %4d  messages acked %6d\n", op, c.Invoke, c.OK, c.Fail, c.Info, r.Messages[op])
 	}
 	total := 0
@@ -387,7 +414,8 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 	sort.Strings(fk)
 	fmt.Fprintf(w, "faults: %d (%s)\n", total, strings.Join(fk, " "))
 	for _, g := range sortedKeys(r.Deliveries) {
-		fmt.Fprintf(w, "  group %-16s required %6d  deliveries %6d  duplicates %5d\n", g, r.Required[g], r.Deliveries[g], r.Duplicates[g])
+		fmt.Fprintf(w, "  group %-16s required %6d  deliveries %6d  duplicates %5d (replayed offsets %d, stored twice %d)\n",
+			g, r.Required[g], r.Deliveries[g], r.Duplicates[g], r.Replays[g], r.Duplicates[g]-r.Replays[g])
 	}
 	for _, u := range r.Unchecked {
 		fmt.Fprintf(w, "NOT CHECKED: %s\n", u)

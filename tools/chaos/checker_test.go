@@ -196,7 +196,10 @@ func TestCheck(t *testing.T) {
 
 func TestCheckCounts(t *testing.T) {
 	h := newHist()
-	h.send(OpSend, "plain", "a", OK).consume("g", "a").consume("g", "a").consume("g", "a")
+	h.send(OpSend, "plain", "a", OK)
+	h.add(Event{Process: "c", Type: OK, Op: OpConsume, Group: "g", IDs: []string{"a"}, Queue: "b/1", Offset: 5})
+	h.add(Event{Process: "c", Type: OK, Op: OpConsume, Group: "g", IDs: []string{"a"}, Queue: "b/1", Offset: 5}) // replay
+	h.add(Event{Process: "c", Type: OK, Op: OpConsume, Group: "g", IDs: []string{"a"}, Queue: "b/2", Offset: 9}) // second copy
 	h.add(Event{Process: "nemesis", Type: Invoke, Op: OpFault, Fault: FKill, Target: "master"})
 	h.add(Event{Process: "nemesis", Type: OK, Op: OpFault, Fault: FKill, Target: "master"})
 	h.add(Event{Process: "p", Type: Invoke, Op: OpSend, Topic: "plain", IDs: []string{"open"}}) // never completed
@@ -206,6 +209,9 @@ func TestCheckCounts(t *testing.T) {
 	}
 	if r.Duplicates["g"] != 2 || r.Deliveries["g"] != 3 || r.Required["g"] != 1 {
 		t.Errorf("duplicates %v deliveries %v required %v", r.Duplicates, r.Deliveries, r.Required)
+	}
+	if r.Replays["g"] != 1 {
+		t.Errorf("replays %v, want 1 of the 2 duplicates", r.Replays)
 	}
 	if r.Faults[FKill] != 1 {
 		t.Errorf("faults %v", r.Faults)
