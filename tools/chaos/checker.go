@@ -45,20 +45,20 @@ type OpCount struct {
 
 // Report is what Check found.
 type Report struct {
-	Events      int
-	Ops         map[string]*OpCount // by op, messages' operations only
-	Messages    map[string]int      // by op: messages acknowledged
-	Faults      map[string]int      // by fault kind
-	Deliveries  map[string]int      // by group
-	Duplicates  map[string]int      // by group: deliveries beyond a message's first
+	Events     int
+	Ops        map[string]*OpCount // by op, messages' operations only
+	Messages   map[string]int      // by op: messages acknowledged
+	Faults     map[string]int      // by fault kind
+	Deliveries map[string]int      // by group
+	Duplicates map[string]int      // by group: deliveries beyond a message's first
 	// Replays (by group) are the duplicates delivered from a queue offset
 	// the group had already been given (the consumer side: offsets not
 	// committed before a crash, pause or rebalance); the other duplicates
 	// are copies stored at another offset (the producer side: a send
 	// retried after a lost answer, or a message stored twice).
-	Replays  map[string]int
-	Recalls  map[string]int // recall outcomes: recalled, already-fired, not-found, unknown
-	Required    map[string]int      // by group: messages that group had to receive
+	Replays     map[string]int
+	Recalls     map[string]int // recall outcomes: recalled, already-fired, not-found, unknown
+	Required    map[string]int // by group: messages that group had to receive
 	Violations  []Violation
 	ViolByKind  map[string]int
 	Unchecked   []string // guarantees this history could not check, with the reason
