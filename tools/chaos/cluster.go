@@ -58,6 +58,7 @@ type Cluster struct {
 	Slave      *Process
 	BrokerName string
 	dir        string
+	mounts     []string
 }
 
 // Procs returns every process, NameServers first.
@@ -90,11 +91,17 @@ var BrokerConfig = map[string]string{
 	"brokerRole":    "SYNC_MASTER (slave: SLAVE)",
 	"flushDiskType": "SYNC_FLUSH",
 	"slaveTimeout":  "3000",
+	"store":         "tmpfs per broker; diskSpaceWarningLevelRatio 90, diskMaxUsedSpaceRatio and diskSpaceCleanForciblyRatio 100",
 }
 
+// StoreDir returns the store root (a tmpfs of its own) of broker host
+// "master" or "slave".
+func (c *Cluster) StoreDir(host string) string { return filepath.Join(c.dir, host, "store") }
+
 // StartCluster creates the hosts on net, writes the configurations under
-// dir and starts every process, waiting until each listens.
-func StartCluster(net *Network, bins Binaries, dir string) (*Cluster, error) {
+// dir and starts every process, waiting until each listens. Each broker's
+// store is a tmpfs of storeMiB (disk-full faults fill it).
+func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Cluster, error) {
 	c := &Cluster{Net: net, BrokerName: "chaos-a", dir: dir}
 	var nsAddrs []string
 	for _, name := range []string{"ns1", "ns2"} {
@@ -129,6 +136,10 @@ func StartCluster(net *Network, bins Binaries, dir string) (*Cluster, error) {
 		if err := os.MkdirAll(pdir, 0o755); err != nil {
 			return c, err
 		}
+		if err := mountStore(c.StoreDir(b.name), storeMiB); err != nil {
+			return c, err
+		}
+		c.mounts = append(c.mounts, c.StoreDir(b.name))
 		conf := filepath.Join(pdir, "broker.conf")
 		lines := []string{
 			"brokerClusterName=ChaosCluster",
@@ -150,6 +161,11 @@ func StartCluster(net *Network, bins Binaries, dir string) (*Cluster, error) {
 			// drain can wait for them
 			"transactionTimeOut=2000",
 			"transactionCheckInterval=2000",
+			// a full disk refuses writes (diskSpaceWarningLevelRatio, 90 %)
+			// and never deletes unexpired messages to make room, so a
+			// disk-full fault loses nothing acknowledged
+			"diskMaxUsedSpaceRatio=100",
+			"diskSpaceCleanForciblyRatio=100",
 			"mappedFileSizeCommitLog=" + fmt.Sprint(8<<20),
 			"mappedFileSizeConsumeQueue=" + fmt.Sprint(20*30000),
 		}
@@ -243,7 +259,8 @@ func (c *Cluster) Heal() error {
 	return nil
 }
 
-// Stop kills every process.
+// Stop kills every process and unmounts the stores (their files are
+// gone then; the logs stay).
 func (c *Cluster) Stop() {
 	for _, p := range c.Procs() {
 		if p != nil {
@@ -252,5 +269,8 @@ func (c *Cluster) Stop() {
 			}
 			_ = p.Kill()
 		}
+	}
+	for _, m := range c.mounts {
+		_ = unmountStore(m)
 	}
 }

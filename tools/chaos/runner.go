@@ -79,7 +79,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer net.Close()
 	say("network 10.21.%d.0/24 (namespaces chaos-%d-*)", net.ID, net.ID)
-	cl, err := StartCluster(net, bins, o.Dir)
+	// the stores are tmpfs: room for the commit log of the whole run
+	// (about 60 KB/s of workload) well below the 90 % write limit
+	storeMiB := 512 + int(o.Duration.Hours()*600)
+	cl, err := StartCluster(net, bins, o.Dir, storeMiB)
 	defer cl.Stop()
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
@@ -259,6 +262,9 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return in.wl.StopConsumer(sctx, f.Target)
+	case FDiskFull:
+		_, err := FillDisk(in.cl.StoreDir(f.Target), DiskFullPct)
+		return err
 	}
 	return fmt.Errorf("unknown fault %q", f.Kind)
 }
@@ -273,13 +279,15 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return in.wl.StartConsumer(sctx, f.Target)
+	case FDiskFull:
+		return FreeDisk(in.cl.StoreDir(f.Target))
 	}
 	return nil
 }
 
 // healAll ends every fault: network, processes, consumers.
 func (in *injector) healAll(ctx context.Context) error {
-	errs := []error{in.net.Heal(), in.cl.Heal()}
+	errs := []error{in.net.Heal(), FreeDisk(in.cl.StoreDir("master")), FreeDisk(in.cl.StoreDir("slave")), in.cl.Heal()}
 	for _, name := range ConsumerInstances {
 		if !in.wl.ConsumerRunning(name) {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

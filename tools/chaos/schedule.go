@@ -15,10 +15,16 @@ const (
 	FOneWay          = "oneway"           // packets from Target to Peer dropped, the other way passes
 	FNetem           = "netem"            // delay, jitter and loss on Target's link
 	FConsumerRestart = "consumer-restart" // a consumer instance shut down, a new one started after Dur
+	FDiskFull        = "disk-full"        // a broker's store file system filled to DiskFullPct
 )
 
+// DiskFullPct is how full a disk-full fault makes a broker's store file
+// system: above diskSpaceWarningLevelRatio (90), so writes are refused,
+// below 100, where retention would delete messages to make room.
+const DiskFullPct = 96
+
 // FaultKinds lists every kind in schedule order of preference.
-var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FNetem, FConsumerRestart}
+var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FNetem, FConsumerRestart, FDiskFull}
 
 // Fault is one step of a schedule: at At (from the campaign's start) the
 // fault begins; it is healed Dur later, then the cluster gets Gap of quiet.
@@ -49,6 +55,7 @@ func (f Fault) String() string {
 var (
 	processTargets = []string{"master", "master", "master", "slave", "slave", "ns1", "ns2"}
 	hostTargets    = []string{"master", "slave", "ns1", "ns2"}
+	brokerTargets  = []string{"master", "slave"}
 	netPeers       = []string{"master", "slave", "ns1", "ns2", "client"}
 )
 
@@ -82,6 +89,8 @@ func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
 			f.LossPct = float64(rng.Intn(300)) / 10
 		case FConsumerRestart:
 			f.Target = consumers[rng.Intn(len(consumers))]
+		case FDiskFull:
+			f.Target = brokerTargets[rng.Intn(len(brokerTargets))]
 		}
 		out = append(out, f)
 		at += f.Dur + f.Gap
