@@ -73,7 +73,7 @@ Tide is up:
   inventory     http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}/v1/products
   payment       http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}/v1/payments
   faults        /v1/faults on each service (FAULT_ADMIN=${FAULT_ADMIN:-true})
-  console       http://127.0.0.1:${CONSOLE_PORT:-8080}/  (recent orders: /orders)
+  console       http://127.0.0.1:${CONSOLE_PORT:-8080}/  (sign in as viewer/tide-viewer, operator/tide-operator or admin/tide-admin; recent orders: /orders)
   ACL           on: services are whitelisted; from the host sign as tideAdmin, e.g.
                 make mqadmin && bin/mqadmin clusterList -n 127.0.0.1:9876 --access-key tideAdmin --secret-key tide-admin-secret
 See it work: make demo    Containers: make ps    Logs: make logs SERVICE=order    Stop: make down (VOLUMES=1 deletes the data)

@@ -3,13 +3,16 @@ package console_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -91,6 +94,17 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	}
+
+	signInAs := func(user, password string) {
+		t.Helper()
+		run("sign in as "+user, chromedp.Navigate(f.base+"/login"), chromedp.WaitVisible(chromedp.CSS("#login")),
+			chromedp.SetValue(chromedp.CSS(`#login input[name=user]`), user),
+			chromedp.SetValue(chromedp.CSS(`#login input[name=password]`), password),
+			chromedp.Submit(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS("#flash, #error, #who")))
+	}
+	browserSignIn(t, ctx, f, run, text, signInAs)
+	signInAs("operator", "operator-password")
+	contains("signed in", text("#who"), "operator")
 
 	// Cluster: wait until the sampler has a put rate to show.
 	run("cluster", chromedp.Navigate(f.base+"/cluster"), chromedp.WaitVisible(chromedp.CSS(".card.broker")))
@@ -184,17 +198,141 @@ func TestBrowser(t *testing.T) {
 	contains("half", text("#half"), "payment-producer", "payment-events", "pending")
 	shot("half")
 
-	// DLQ: select the dead letter, name the operator, resend.
+	// An operator sees no half message actions (an admin's).
+	if n := count(t, ctx, `#half form`); n != 0 {
+		t.Fatalf("an operator sees %d half message forms", n)
+	}
+
+	// DLQ: the operator selects the dead letter and resends it.
 	run("dlq", chromedp.Navigate(f.base+"/dlq?group=payment-service"), chromedp.WaitVisible(chromedp.CSS("#letters")))
 	contains("dlq", text("#letters"), "order-events", "OrderCreated", f.order)
 	shot("dlq")
 	run("resend", chromedp.Click(chromedp.CSS(`#letters input.all`)),
-		chromedp.SetValue(chromedp.CSS(`#resend input[name=operator]`), "alice"),
 		chromedp.Click(chromedp.CSS(`#resend button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS("#resend-results")))
-	contains("resend flash", text("#flash"), "Resent 1 of 1", "alice")
+	contains("resend flash", text("#flash"), "Resent 1 of 1", "by operator")
 	contains("resend results", text("#resend-results"), f.dlq, "%RETRY%payment-service", "OK")
 	shot("dlq-resend")
+
+	// Session expiry: idle past the timeout, the next page asks to sign
+	// in again, and then returns to that page.
+	f.clock.Add(31 * time.Minute)
+	run("expired", chromedp.Navigate(f.base+"/groups"), chromedp.WaitVisible(chromedp.CSS("#login")))
+	contains("expired", text("#error"), "session has ended")
+	run("sign in again", chromedp.SetValue(chromedp.CSS(`#login input[name=user]`), "admin"),
+		chromedp.SetValue(chromedp.CSS(`#login input[name=password]`), "admin-password"),
+		chromedp.Submit(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS("#groups")))
+	// The absolute timeout ends even a busy session.
+	for range 25 { // 25 × 29 min > 12 h, never idle for 30 min
+		f.clock.Add(29 * time.Minute)
+		run("busy", chromedp.Navigate(f.base+"/groups"), chromedp.WaitVisible(chromedp.CSS("#groups, #login")))
+		if count(t, ctx, "#login") > 0 {
+			break
+		}
+	}
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "/login") {
+		t.Fatalf("a session older than 12 h still serves: %s", loc)
+	}
+
+	// The admin reads the audit: the real users, their actions, the
+	// refusals and the sign-ins.
+	signInAs("admin", "admin-password")
+	run("audit", chromedp.Navigate(f.base+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	audit := text("#audit")
+	contains("audit", audit, "operator\toperator\tdlq.resend", "viewer\tviewer\tdlq.resend", "forbidden", "sign-in", "rate-limited",
+		"sign-out", f.dlq)
+	shot("audit")
+}
+
+// browserSignIn checks sign-in in Chromium: every page asks for it,
+// failed attempts are rate limited with a clear message, the cookie's
+// flags, a viewer sees no action and is refused a hand-made POST, and
+// sign-out.
+func browserSignIn(t *testing.T, ctx context.Context, f *fixture, run func(string, ...chromedp.Action[chromedp.Void]), text func(string) string,
+	signInAs func(user, password string)) {
+	t.Helper()
+	contains := func(where, got string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s: %q not in:\n%s", where, w, got)
+			}
+		}
+	}
+	run("no session", chromedp.Navigate(f.base+"/cluster"), chromedp.WaitVisible(chromedp.CSS("#login")))
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "/login?next=%2Fcluster") {
+		t.Fatalf("a page without a session went to %s, want the sign-in page", loc)
+	}
+	if n := count(t, ctx, "header nav"); n != 0 {
+		t.Fatal("the sign-in page shows the navigation")
+	}
+	// Five wrong passwords for viewer, then even the right one is refused
+	// until the window moves on.
+	for i := range 5 {
+		signInAs("viewer", "wrong-password")
+		contains(fmt.Sprintf("wrong password %d", i+1), text("#error"), "wrong user name or password")
+	}
+	signInAs("viewer", "viewer-password")
+	contains("rate limited", text("#error"), "too many failed sign-ins for viewer", "try again in 15 minute(s)")
+	f.clock.Add(15 * time.Minute)
+	signInAs("viewer", "viewer-password")
+	contains("viewer signed in", text("#who"), "viewer")
+
+	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{f.base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cookies.Cookies) != 1 {
+		t.Fatalf("cookies: %+v", cookies.Cookies)
+	}
+	c := cookies.Cookies[0]
+	if c.Name != "tide_session" || !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict || c.Secure || len(c.Value) < 43 {
+		t.Fatalf("session cookie %s: httpOnly %v sameSite %q secure %v (plain HTTP) value of %d bytes", c.Name, c.HTTPOnly, c.SameSite, c.Secure, len(c.Value))
+	}
+	if js, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); js != "" {
+		t.Fatalf("a script reads the cookie: %q", js)
+	}
+
+	// A viewer sees no action form, and a POST made by hand with the
+	// viewer's session is refused by the server.
+	run("viewer group", chromedp.Navigate(f.base+"/groups/payment-service"), chromedp.WaitVisible(chromedp.CSS("#lag")))
+	if strings.Contains(text("main"), "Reset offsets") {
+		t.Fatal("a viewer sees the offset reset form")
+	}
+	run("viewer dlq", chromedp.Navigate(f.base+"/dlq?group=payment-service"), chromedp.WaitVisible(chromedp.CSS("#letters")))
+	if n := count(t, ctx, `#resend button, #letters input[type=checkbox]`); n != 0 {
+		t.Fatalf("a viewer sees %d resend controls", n)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/dlq/resend", {method: "POST",
+		body: new URLSearchParams({group: "payment-service", id: "`+f.dlq+`"})}).then(r => r.status + " " + r.text()).then(x => x)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/api/dlq/resend", {method: "POST",
+		body: new URLSearchParams({group: "payment-service", id: "`+f.dlq+`"})}).then(async r => r.status + " " + await r.text())`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resp, "403 ") || !strings.Contains(resp, "viewer (viewer) may not dlq.resend: it takes the operator role") ||
+		!strings.HasPrefix(got, "403") {
+		t.Fatalf("a viewer's hand-made resend: page %q, api %q", got, resp)
+	}
+
+	run("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#login")))
+	contains("signed out", text("#flash"), "Signed out")
+	run("after sign-out", chromedp.Navigate(f.base+"/topics"), chromedp.WaitVisible(chromedp.CSS("#login")))
+}
+
+// count returns how many elements match sel on the current page.
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // acceptDialogs answers every JavaScript dialog (the confirm() of action

@@ -5,9 +5,13 @@
 // protocol. Every page has a JSON twin under /api/. Pages are rendered
 // with html/template from embedded files: no CDN, no JavaScript build.
 //
-// Write actions (offset reset, dead letter resend, half message decisions)
-// are POST forms that name an operator; each is logged as an audit record
-// and, for half messages, also by the broker.
+// Every page but the sign-in page takes a signed-in user (a users file
+// with bcrypt or argon2id hashes, or a trusted authenticating proxy's
+// header); each user has a role (viewer, operator, admin) that the server
+// checks for every action. Write actions (offset reset, dead letter
+// resend, half message decisions) are POST forms; each is audited with
+// the signed-in user, in the log and on the admins' audit page, and, for
+// half messages, also by the broker.
 package console
 
 import (
@@ -79,6 +83,15 @@ type Options struct {
 	// TLS, if not nil, makes every protocol connection TLS with it
 	// (clusters with tlsEnable).
 	TLS *tls.Config
+	// CertFile and KeyFile, if set, make the console serve HTTPS with
+	// this PEM certificate (chain) and key, so passwords and session
+	// cookies never cross a network in clear.
+	CertFile, KeyFile string
+	// Auth configures sign-in (required: a users file or a proxy header).
+	Auth AuthOptions
+	// Now is the clock of sessions, sign-in limits and audit records; nil:
+	// time.Now. Tests move it forward.
+	Now func() time.Time
 }
 
 // DefaultOptions returns the defaults: port 8080 on every interface.
@@ -117,7 +130,10 @@ func (o Options) Validate() error {
 	if o.OrderURL != "" && !httpURL(o.OrderURL) {
 		return fmt.Errorf("%w: order service URL %q must start with http:// or https://", ErrInvalidOptions, o.OrderURL)
 	}
-	return nil
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return fmt.Errorf("%w: a certificate and a key go together (-cert, -key)", ErrInvalidOptions)
+	}
+	return o.Auth.Validate()
 }
 
 func httpURL(u string) bool {
@@ -152,6 +168,14 @@ type Server struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	resendM sync.Mutex // one resend batch at a time keeps the rate limit global
+
+	users    *userStore // nil: proxy sign-in only
+	sessions *sessions
+	limiter  *loginLimiter
+	audits   auditLog
+	secure   bool // cookies are Secure
+	cert     *tls.Certificate
+	now      func() time.Time
 }
 
 // New validates opts and builds a Server; it connects to nothing yet.
@@ -168,6 +192,10 @@ func New(opts Options) (*Server, error) {
 	if opts.OrderTopics == nil {
 		opts.OrderTopics = DefaultOrderTopics
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.Auth.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -179,7 +207,21 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, pages: pg, rates: newSampler(), stop: make(chan struct{}),
-		http: &http.Client{Timeout: opts.RequestTimeout}}
+		http: &http.Client{Timeout: opts.RequestTimeout}, now: opts.Now, secure: opts.CertFile != "" || opts.Auth.SecureCookies,
+		sessions: newSessions(opts.Auth.IdleTimeout, opts.Auth.MaxSession, opts.Now),
+		limiter:  newLoginLimiter(opts.Auth.LoginAttempts, opts.Auth.LoginWindow)}
+	if opts.Auth.UsersFile != "" {
+		if s.users, err = openUserStore(opts.Auth.UsersFile); err != nil {
+			return nil, err
+		}
+	}
+	if opts.CertFile != "" {
+		c, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: console certificate: %v", ErrInvalidOptions, err)
+		}
+		s.cert = &c
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	common := []mqclient.Option{mqclient.WithNameServers(opts.NameServers...), mqclient.WithRequestTimeout(opts.RequestTimeout),
 		mqclient.WithLogger(quiet)}
@@ -223,6 +265,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("console: %w", err)
 		}
 	}
+	if s.cert != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*s.cert}, MinVersion: tls.VersionTLS12})
+	}
 	s.ln = ln
 	s.state = 1
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -240,7 +285,8 @@ func (s *Server) Start(ctx context.Context) error {
 			s.sampleLoop()
 		}()
 	}
-	s.log.Info("console started", "addr", ln.Addr().String(), "namesrv", strings.Join(s.opts.NameServers, ";"))
+	s.log.Info("console started", "addr", ln.Addr().String(), "tls", s.cert != nil, "namesrv", strings.Join(s.opts.NameServers, ";"),
+		"usersFile", s.opts.Auth.UsersFile, "proxyHeader", s.opts.Auth.ProxyHeader)
 	return nil
 }
 

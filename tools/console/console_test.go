@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/tools/console"
@@ -115,7 +117,7 @@ func TestPagesAndAPI(t *testing.T) {
 	t.Run("reset offset", func(t *testing.T) {
 		post := func(group string, form url.Values) (int, string) {
 			t.Helper()
-			resp, err := http.PostForm(f.base+"/groups/"+group+"/reset", form)
+			resp, err := f.client.PostForm(f.base+"/groups/"+group+"/reset", form)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,14 +126,15 @@ func TestPagesAndAPI(t *testing.T) {
 			_, _ = readAll(b, resp)
 			return resp.StatusCode, b.String()
 		}
-		form := url.Values{"topic": {"order-events"}, "time": {"0"}, "operator": {"alice"}}
+		form := url.Values{"topic": {"order-events"}, "time": {"0"}}
 		// an online group is refused unless forced
 		if code, body := post("inventory-service", form); code != http.StatusConflict || !strings.Contains(body, "online consumer") {
 			t.Fatalf("reset of online group: %d\n%s", code, body)
 		}
-		noOp := url.Values{"topic": {"order-events"}, "time": {"0"}}
-		if code, body := post("payment-service", noOp); code != http.StatusBadRequest || !strings.Contains(body, "operator") {
-			t.Fatalf("reset without operator: %d\n%s", code, body)
+		// the operator is the signed-in user, never a form field
+		withOp := url.Values{"topic": {"order-events"}, "time": {"0"}, "operator": {"mallory"}}
+		if code, body := post("payment-service", withOp); code != http.StatusBadRequest || !strings.Contains(body, "unknown field") {
+			t.Fatalf("reset with an operator field: %d\n%s", code, body)
 		}
 		code, body := post("payment-service", form)
 		if code != 200 || !strings.Contains(body, "reset to") || !strings.Contains(body, "reset-result") {
@@ -209,7 +212,7 @@ func TestPagesAndAPI(t *testing.T) {
 		if code != 200 || !strings.Contains(body, "timeline") || !strings.Contains(body, "payment-service: dead-lettered") {
 			t.Fatalf("order page: %d\n%s", code, body)
 		}
-		resp, err := http.Get(f.base + "/orders?id=" + f.order)
+		resp, err := f.client.Get(f.base + "/orders?id=" + f.order)
 		if err != nil || resp.Request.URL.Path != "/orders/"+f.order {
 			t.Fatalf("order form redirect: %v %v", err, resp.Request.URL)
 		}
@@ -223,8 +226,8 @@ func TestPagesAndAPI(t *testing.T) {
 			t.Fatalf("half: %+v", v)
 		}
 		h := v.Messages[0]
-		resp, err := http.PostForm(f.base+"/half/action", url.Values{"broker": {h.Broker}, "offset": {itoa(h.QueueOffset)},
-			"action": {"rollback"}, "operator": {"bob"}})
+		resp, err := f.client.PostForm(f.base+"/half/action", url.Values{"broker": {h.Broker}, "offset": {itoa(h.QueueOffset)},
+			"action": {"rollback"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +239,7 @@ func TestPagesAndAPI(t *testing.T) {
 			f.getJSON(t, "/api/half", &v)
 			return len(v.Messages) == 0
 		})
-		resp, _ = http.PostForm(f.base+"/half/action", url.Values{"broker": {"10.9.9.9:1"}, "offset": {"0"}, "action": {"commit"}, "operator": {"bob"}})
+		resp, _ = f.client.PostForm(f.base+"/half/action", url.Values{"broker": {"10.9.9.9:1"}, "offset": {"0"}, "action": {"commit"}})
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("action on an unknown broker: %d", resp.StatusCode)
@@ -248,8 +251,7 @@ func TestPagesAndAPI(t *testing.T) {
 		if code != 200 || !strings.Contains(body, f.dlq) || !strings.Contains(body, "order-events") {
 			t.Fatalf("dlq page: %d\n%s", code, body)
 		}
-		resp, err := http.PostForm(f.base+"/api/dlq/resend", url.Values{"group": {"payment-service"}, "id": {f.dlq, "00000000000000000000000000000000"},
-			"operator": {"carol"}})
+		resp, err := f.client.PostForm(f.base+"/api/dlq/resend", url.Values{"group": {"payment-service"}, "id": {f.dlq, "00000000000000000000000000000000"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +266,7 @@ func TestPagesAndAPI(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, f.base+"/dlq/resend", strings.NewReader("group=payment-service"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := f.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,9 +305,24 @@ func TestOptionsValidate(t *testing.T) {
 		{"credentials", func(o *console.Options) {
 			o.Credentials.AccessKey, o.Credentials.SecretKey = "consoleAdmin", "consoleSecret"
 		}, true},
+		{"no sign-in", func(o *console.Options) { o.Auth.UsersFile = "" }, false},
+		{"proxy without trusted addresses", func(o *console.Options) { o.Auth.UsersFile, o.Auth.ProxyHeader = "", "X-Forwarded-User" }, false},
+		{"proxy only", func(o *console.Options) {
+			o.Auth.UsersFile, o.Auth.ProxyHeader = "", "X-Forwarded-User"
+			o.Auth.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		}, true},
+		{"trusted addresses without a header", func(o *console.Options) {
+			o.Auth.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		}, false},
+		{"bad header name", func(o *console.Options) {
+			o.Auth.ProxyHeader, o.Auth.TrustedProxies = "X User", []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")}
+		}, false},
+		{"absolute shorter than idle", func(o *console.Options) { o.Auth.IdleTimeout, o.Auth.MaxSession = time.Hour, time.Minute }, false},
+		{"certificate without key", func(o *console.Options) { o.CertFile = "c.pem" }, false},
 	} {
 		o := console.DefaultOptions()
 		o.NameServers = []string{"127.0.0.1:9876"}
+		o.Auth.UsersFile = "users"
 		tc.mod(&o)
 		if err := o.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: %v", tc.name, err)
@@ -346,6 +363,7 @@ func TestOrderReconcile(t *testing.T) {
 	o := console.DefaultOptions()
 	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval = "127.0.0.1:0", []string{ns}, quiet(), -1
 	o.ReconcileURLs = []string{"payment=" + svc.URL, broken.URL}
+	authOptions(t, &o)
 	s, err := console.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -355,6 +373,7 @@ func TestOrderReconcile(t *testing.T) {
 	}
 	defer s.Shutdown(context.Background())
 	f := &fixture{base: "http://" + s.Addr()}
+	f.client = signIn(t, f.base, "viewer")
 	var v console.OrderView
 	if code := f.getJSON(t, "/api/orders/ord-9", &v); code != 200 || len(v.Reconcile) != 2 {
 		t.Fatalf("order: %d %+v", code, v)
@@ -401,6 +420,7 @@ func TestOrdersList(t *testing.T) {
 	defer svc.Close()
 	o := console.DefaultOptions()
 	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval, o.OrderURL = "127.0.0.1:0", []string{ns}, quiet(), -1, svc.URL
+	authOptions(t, &o)
 	s, err := console.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -410,6 +430,7 @@ func TestOrdersList(t *testing.T) {
 	}
 	defer s.Shutdown(context.Background())
 	f := &fixture{base: "http://" + s.Addr()}
+	f.client = signIn(t, f.base, "viewer")
 	var v console.OrdersView
 	if code := f.getJSON(t, "/api/orders?status=paid&user=u-alice", &v); code != 200 || len(v.Orders) != 1 ||
 		v.Orders[0].Status != "PAID" || v.Orders[0].Total != 240 || v.Next == "" || v.Orders[0].CreatedAt.IsZero() {

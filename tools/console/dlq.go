@@ -2,7 +2,9 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -82,9 +84,10 @@ var resendDrop = map[string]bool{
 // %RETRY%group (only that group sees them again) or, with toOrigin, to
 // the original topic (every group subscribed to it). Sends are paced at
 // Options.ResendRate; each id gets a result. The dead letters stay in the
-// DLQ (RocketMQ never deletes single messages). operator is logged with
-// every result (audit).
-func (s *Server) resend(ctx context.Context, group string, ids []string, toOrigin bool, operator, remote string) []ResendResult {
+// DLQ (RocketMQ never deletes single messages). Every result is audited
+// with the signed-in user.
+func (s *Server) resend(req *http.Request, group string, ids []string, toOrigin bool) []ResendResult {
+	ctx := req.Context()
 	s.resendM.Lock()
 	defer s.resendM.Unlock()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.opts.ResendRate))
@@ -137,8 +140,11 @@ func (s *Server) resend(ctx context.Context, group string, ids []string, toOrigi
 				r.OK, r.NewMsgID = true, res.MsgID
 			}
 		}
-		s.log.Info("audit: dead letter resend", "operator", operator, "remote", remote, "group", group, "offsetMsgId", id,
-			"target", r.Target, "ok", r.OK, "newMsgId", r.NewMsgID, "err", r.Error)
+		var rerr error
+		if !r.OK {
+			rerr = errors.New(r.Error)
+		}
+		s.audit(req, ActResendDLQ, fmt.Sprintf("dead letter %s of %s to %s (new id %s)", id, group, r.Target, r.NewMsgID), rerr)
 		out = append(out, r)
 	}
 	return out

@@ -8,12 +8,18 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
@@ -36,6 +42,87 @@ type fixture struct {
 	dlq              string // offset message id of the dead letter
 	half             *mqclient.SendResult
 	srv              *console.Server
+	users            string       // the users file: one user per role (testUsers)
+	clock            *clock       // the console's clock
+	client           *http.Client // signed in as admin
+}
+
+// clock is a settable clock for the console's sessions, sign-in limits
+// and audit records: tests move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var lowCost sync.Once
+
+// testUsers writes a users file with one user per role: viewer, operator
+// and admin, each with the password NAME+"-password".
+func testUsers(t *testing.T) string {
+	t.Helper()
+	lowCost.Do(func() { console.BcryptCost = bcrypt.MinCost })
+	path := filepath.Join(t.TempDir(), "users")
+	err := console.EditUsers(path, func(us map[string]console.User) error {
+		for _, n := range []string{"viewer", "operator", "admin"} {
+			h, err := console.HashPassword(n + "-password")
+			if err != nil {
+				return err
+			}
+			role, _ := console.ParseRole(n)
+			us[n] = console.User{Name: n, Role: role, Hash: h}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// authOptions sets o's sign-in to a fresh users file and clock and
+// returns them.
+func authOptions(t *testing.T, o *console.Options) (string, *clock) {
+	users, c := testUsers(t), newClock()
+	o.Auth.UsersFile, o.Now = users, c.Now
+	return users, c
+}
+
+// signIn returns a client with a cookie jar signed in as user (its
+// password is user+"-password") at base.
+func signIn(t *testing.T, base, user string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: http.DefaultTransport}
+	if code, body := login(t, c, base, user, user+"-password"); code != http.StatusOK || !strings.Contains(body, user) {
+		t.Fatalf("sign in as %s: %d\n%s", user, code, body)
+	}
+	return c
+}
+
+// login posts the sign-in form and follows the redirect.
+func login(t *testing.T, c *http.Client, base, user, password string) (int, string) {
+	t.Helper()
+	resp, err := c.PostForm(base+"/login", url.Values{"user": {user}, "password": {password}, "next": {"/topics"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -229,6 +316,7 @@ func newFixture(t *testing.T) *fixture {
 	o.ListenAddr, o.NameServers, o.SampleInterval, o.Logger = "127.0.0.1:0", []string{f.ns}, 200*time.Millisecond, quiet()
 	o.OrderURL, o.ReconcileURLs = orderSvc.URL, []string{"payment=" + paymentSvc.URL}
 	o.ResendRate = 1000
+	f.users, f.clock = authOptions(t, &o)
 	f.srv, err = console.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +330,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 	})
 	f.base = "http://" + f.srv.Addr()
+	f.client = signIn(t, f.base, "admin")
 
 	// Everything above lands asynchronously: the key index, the dead
 	// letter, the retry after its delay, the consumer's commits.
@@ -276,7 +365,7 @@ func commitLogOffset(t *testing.T, offsetMsgID string) int64 {
 // getJSON GETs path, decodes the body into v and returns the status.
 func (f *fixture) getJSON(t *testing.T, path string, v any) int {
 	t.Helper()
-	resp, err := http.Get(f.base + path)
+	resp, err := f.client.Get(f.base + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +379,7 @@ func (f *fixture) getJSON(t *testing.T, path string, v any) int {
 // get GETs path and returns the status and body.
 func (f *fixture) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(f.base + path)
+	resp, err := f.client.Get(f.base + path)
 	if err != nil {
 		t.Fatal(err)
 	}

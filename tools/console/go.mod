@@ -9,6 +9,8 @@ require (
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
+	golang.org/x/crypto v0.58.0
+	golang.org/x/term v0.48.0
 )
 
 require (
@@ -22,7 +24,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

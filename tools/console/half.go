@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"time"
 
@@ -53,9 +54,10 @@ func (s *Server) halfMessages(ctx context.Context) (*HalfView, error) {
 }
 
 // halfAction resumes checks of (10002), commits or rolls back (10003) the
-// half message at offset on the master broker. The operator travels in
-// the request (the broker logs it) and is logged here too (audit).
-func (s *Server) halfAction(ctx context.Context, broker, action string, offset int64, operator, remote string) (string, error) {
+// half message at offset on the master broker. The signed-in user travels
+// in the request as the operator (the broker logs it); the caller audits.
+func (s *Server) halfAction(r *http.Request, broker, action string, offset int64) (string, error) {
+	ctx, operator := r.Context(), identityOf(r).User
 	ms, err := s.masters(ctx)
 	if err != nil {
 		return "", err
@@ -76,7 +78,6 @@ func (s *Server) halfAction(ctx context.Context, broker, action string, offset i
 	default:
 		return "", fmt.Errorf("%w: unknown action %q (resume, commit, rollback)", ErrBadRequest, action)
 	}
-	s.log.Info("audit: half message "+action, "operator", operator, "remote", remote, "broker", broker, "queueOffset", offset, "err", err)
 	if err != nil {
 		return "", fmt.Errorf("%s half message at offset %d on %s: %w", action, offset, broker, err)
 	}

@@ -23,7 +23,8 @@ var webFS embed.FS
 // pages are the parsed templates, one set per page.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"cluster", "topics", "topic", "groups", "group", "messages", "message", "dlq", "half", "order", "orders", "error"}
+var pageNames = []string{"cluster", "topics", "topic", "groups", "group", "messages", "message", "dlq", "half", "order", "orders", "error",
+	"login", "audit"}
 
 var funcs = template.FuncMap{
 	"rate": func(r *float64) string {
@@ -105,12 +106,23 @@ type view struct {
 	Error  string
 	Flash  string
 	Status int
-	API    string // the page's JSON twin
+	API    string    // the page's JSON twin
+	User   *Identity // nil on the sign-in page
 }
 
+// Can reports whether the viewing user may do action: pages show only
+// the forms of actions the role permits (the server checks again).
+func (v view) Can(action string) bool { return v.User.Can(action) }
+
+// SignOut reports whether the page offers "Sign out" (password sessions;
+// a proxy's users sign out at the proxy).
+func (v view) SignOut() bool { return v.User != nil && v.User.Via == "password" }
+
 // Handler returns the console's HTTP handler: pages, their JSON twins
-// under /api/, static files, /healthz (the process serves) and /readyz
-// (a NameServer answers). Cross-origin POSTs are refused.
+// under /api/, static files, /healthz (the process serves), /readyz
+// (a NameServer answers), /login and /logout. Every other path takes a
+// signed-in user, and each action the role the role table names.
+// Cross-origin POSTs are refused.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web/static")
@@ -124,6 +136,16 @@ func (s *Server) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/cluster", http.StatusFound) })
+	mux.HandleFunc("GET /login", s.handleLoginPage)
+	mux.HandleFunc("POST /login", s.handleLogin)
+	mux.HandleFunc("POST /logout", s.handleLogout)
+	s.page(mux, "GET", "/audit", "audit", "Audit", func(r *http.Request) (any, string, error) {
+		if err := s.authorize(r, ActReadAudit, "audit"); err != nil {
+			return nil, "", err
+		}
+		recs := s.audits.newest()
+		return &AuditView{Records: recs, Kept: auditKept}, "", nil
+	})
 
 	s.page(mux, "GET", "/cluster", "cluster", "Cluster", func(r *http.Request) (any, string, error) {
 		v, err := s.cluster(r.Context())
@@ -176,11 +198,12 @@ func (s *Server) Handler() http.Handler {
 		data, _, err := list(r)
 		s.writeJSON(w, r, data, err)
 	})
+	// The list's "id" box is checked like any page field.
 	s.page(mux, "GET", "/orders/{id}", "order", "Orders", func(r *http.Request) (any, string, error) {
 		v, err := s.order(r.Context(), r.PathValue("id"))
 		return v, "", err
 	})
-	return http.NewCrossOriginProtection().Handler(mux)
+	return http.NewCrossOriginProtection().Handler(s.authenticate(mux))
 }
 
 // pageFunc builds a page's data and an optional flash message.
@@ -234,6 +257,10 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrRateLimited):
+		return http.StatusTooManyRequests
 	case errors.Is(err, errOnline):
 		return http.StatusConflict
 	case errors.Is(err, context.DeadlineExceeded):
@@ -249,7 +276,7 @@ func (s *Server) logError(r *http.Request, err error) {
 // render writes tmpl with data; with err and no data it renders the error
 // page, with err and data (a refused action) the page and the error.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, tmpl, nav string, data any, flash string, err error) {
-	v := view{Title: nav, Nav: nav, Data: data, Flash: flash, Status: http.StatusOK}
+	v := view{Title: nav, Nav: nav, Data: data, Flash: flash, Status: http.StatusOK, User: identityOf(r)}
 	if r.Method == http.MethodGet {
 		v.API = "/api" + r.URL.RequestURI()
 	}
@@ -271,35 +298,30 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, tmpl, nav string
 	w.Write(buf.Bytes())
 }
 
-// operator returns the form's operator name, required for every action.
-func operator(r *http.Request) (string, error) {
-	op := strings.TrimSpace(r.FormValue("operator"))
-	if op == "" || len(op) > 64 {
-		return "", fmt.Errorf("%w: an operator name (1 to 64 characters) is required for the audit log", ErrBadRequest)
-	}
-	return op, nil
-}
-
-func (s *Server) handleReset(r *http.Request) (any, string, error) {
+// handleReset resets a group's offsets on a topic to a time. Every
+// attempt past the role check is audited, failures too.
+func (s *Server) handleReset(r *http.Request) (_ any, _ string, err error) {
 	ctx, group := r.Context(), r.PathValue("group")
+	target := "group " + group
+	if err := s.authorize(r, ActResetOffset, target); err != nil {
+		return nil, "", err
+	}
+	defer func() { s.audit(r, ActResetOffset, target, err) }()
 	v, err := s.group(ctx, group)
 	if err != nil {
 		return nil, "", err
-	}
-	op, err := operator(r)
-	if err != nil {
-		return v, "", err
 	}
 	topic := strings.TrimSpace(r.FormValue("topic"))
 	if topic == "" {
 		return v, "", fmt.Errorf("%w: choose a topic", ErrBadRequest)
 	}
+	target += " topic " + topic
 	at, err := parseTime(r.FormValue("time"))
 	if err != nil {
 		return v, "", err
 	}
+	target += " to " + at.UTC().Format(time.RFC3339)
 	rows, err := s.resetOffset(ctx, group, topic, at, r.FormValue("allowOnline") != "")
-	s.log.Info("audit: reset offset", "operator", op, "remote", r.RemoteAddr, "group", group, "topic", topic, "time", at, "err", err)
 	if err != nil {
 		return v, "", err
 	}
@@ -314,7 +336,7 @@ func (s *Server) handleReset(r *http.Request) (any, string, error) {
 	}
 	v.Reset = rows
 	return v, fmt.Sprintf("Offsets of %s on %s reset to %s by %s: %d queue(s), %d failed.", group, topic,
-		at.Local().Format(time.DateTime), op, len(rows), failed), nil
+		at.Local().Format(time.DateTime), identityOf(r).User, len(rows), failed), nil
 }
 
 func (s *Server) handleSearch(r *http.Request) (any, string, error) {
@@ -365,20 +387,23 @@ func (s *Server) handleResend(r *http.Request) (any, string, error) {
 		return nil, "", fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	group := strings.TrimSpace(r.FormValue("group"))
-	op, err := operator(r)
-	if err != nil {
-		v, _, _ := s.dlqPage(r, nil)
-		return v, "", err
+	if err := s.authorize(r, ActResendDLQ, "group "+group); err != nil {
+		return nil, "", err
 	}
+	op := identityOf(r).User
 	ids := r.Form["id"]
 	if group == "" || len(ids) == 0 {
 		v, _, _ := s.dlqPage(r, nil)
-		return v, "", fmt.Errorf("%w: choose a group and at least one dead letter", ErrBadRequest)
+		err := fmt.Errorf("%w: choose a group and at least one dead letter", ErrBadRequest)
+		s.audit(r, ActResendDLQ, "group "+group, err)
+		return v, "", err
 	}
 	if len(ids) > 1000 {
-		return nil, "", fmt.Errorf("%w: at most 1000 dead letters per resend", ErrBadRequest)
+		err := fmt.Errorf("%w: at most 1000 dead letters per resend", ErrBadRequest)
+		s.audit(r, ActResendDLQ, "group "+group, err)
+		return nil, "", err
 	}
-	res := s.resend(r.Context(), group, ids, r.FormValue("target") == "origin", op, r.RemoteAddr)
+	res := s.resend(r, group, ids, r.FormValue("target") == "origin")
 	ok := 0
 	for _, x := range res {
 		if x.OK {
@@ -391,16 +416,22 @@ func (s *Server) handleResend(r *http.Request) (any, string, error) {
 
 func (s *Server) handleHalfAction(r *http.Request) (any, string, error) {
 	ctx := r.Context()
-	op, err := operator(r)
-	var msg string
-	if err == nil {
-		off, perr := strconv.ParseInt(r.FormValue("offset"), 10, 64)
-		if perr != nil || off < 0 {
-			err = fmt.Errorf("%w: bad queue offset %q", ErrBadRequest, r.FormValue("offset"))
-		} else {
-			msg, err = s.halfAction(ctx, r.FormValue("broker"), r.FormValue("action"), off, op, r.RemoteAddr)
-		}
+	act, known := halfActionOf(r.FormValue("action"))
+	target := fmt.Sprintf("half message at queue offset %s on %s", r.FormValue("offset"), r.FormValue("broker"))
+	if !known {
+		act = ActHalfCommit // the strictest half action: an unknown one is refused or answered 400
 	}
+	if err := s.authorize(r, act, target); err != nil {
+		return nil, "", err
+	}
+	var msg string
+	off, err := strconv.ParseInt(r.FormValue("offset"), 10, 64)
+	if err != nil || off < 0 {
+		err = fmt.Errorf("%w: bad queue offset %q", ErrBadRequest, r.FormValue("offset"))
+	} else {
+		msg, err = s.halfAction(r, r.FormValue("broker"), r.FormValue("action"), off)
+	}
+	s.audit(r, act, target, err)
 	v, lerr := s.halfMessages(ctx)
 	if lerr != nil && err == nil {
 		err = lerr

@@ -19,7 +19,7 @@ var ErrTooLarge = errors.New("request too large")
 // or path field, in bytes: RocketMQ's limits for names (topic 127, group
 // 255), message ids and order ids (64), keys (255).
 var fieldLimits = map[string]int{
-	"topic": 127, "group": 255, "id": 64, "key": 255, "broker": 255, "operator": 64,
+	"topic": 127, "group": 255, "id": 64, "key": 255, "broker": 255,
 	"time": 64, "begin": 64, "end": 64, "offset": 20, "max": 10, "action": 16, "target": 16,
 	"all": 8, "allowOnline": 8,
 }

@@ -23,7 +23,7 @@ func TestCheckInput(t *testing.T) {
 		inMsg  string
 	}{
 		{name: "plain search", method: "GET", target: "/messages?topic=order-events&key=k1&max=10"},
-		{name: "resend form", method: "POST", target: "/dlq/resend", form: url.Values{"group": {"g"}, "id": {"a", "b"}, "operator": {"bob"}, "target": {"origin"}}},
+		{name: "resend form", method: "POST", target: "/dlq/resend", form: url.Values{"group": {"g"}, "id": {"a", "b"}, "target": {"origin"}}},
 		{name: "topic 128 bytes", method: "GET", target: "/messages?topic=" + long(128), want: ErrBadRequest, inMsg: "topic: must be at most 127 bytes, got 128"},
 		{name: "group 256 bytes", method: "POST", target: "/dlq/resend", form: url.Values{"group": {long(256)}}, want: ErrBadRequest, inMsg: "group: must be at most 255 bytes"},
 		{name: "id 65 bytes", method: "GET", target: "/message?id=" + long(65), want: ErrBadRequest, inMsg: "id: must be at most 64 bytes"},

@@ -1,10 +1,17 @@
 // Command console serves Tide's web console.
 //
-//	console -n namesrv:9876[;namesrv2:9876] [-listen :8080] [-reconcile http://order:8000,...]
+//	console -n namesrv:9876[;namesrv2:9876] -users users.txt [-listen :8080] [-cert c.pem -key k.pem] [-reconcile http://order:8000,...]
+//	console user add|passwd|role|del|list -users users.txt ...
+//
+// Sign-in is required: a users file (-users; "console user add" writes
+// it), or the user header of an authenticating proxy (-auth-proxy-header,
+// believed only from -auth-proxy-trusted addresses), or both. -cert and
+// -key serve HTTPS.
 //
 // Every flag has an environment variable (NAMESRV_ADDR, CONSOLE_LISTEN,
 // CONSOLE_ORDER_TOPICS, CONSOLE_RECONCILE_URLS, CONSOLE_ACCESS_KEY,
-// CONSOLE_SECRET_KEY); flags win. -tls, -tls-ca, -tls-cert/-tls-key and
+// CONSOLE_SECRET_KEY, CONSOLE_USERS_FILE, CONSOLE_AUTH_PROXY_*,
+// CONSOLE_CERT_FILE, CONSOLE_KEY_FILE); flags win. -tls, -tls-ca, -tls-cert/-tls-key and
 // -tls-server-name connect to a TLS cluster. SIGINT or
 // SIGTERM shut it down gracefully. -healthcheck host:port probes a running
 // console (the images are FROM scratch: no curl).
@@ -12,12 +19,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,7 +40,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "user" {
+		err = userCmd(os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	}
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -72,7 +86,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	tlsCert := fs.String("tls-cert", "", "client certificate PEM `file`, for brokers with tlsClientAuth")
 	tlsKey := fs.String("tls-key", "", "client key PEM `file` (with -tls-cert)")
 	tlsServerName := fs.String("tls-server-name", "", "`name` to verify in server certificates (default: the dialled host)")
-	healthcheck := fs.String("healthcheck", "", "probe a console at `host:port` (GET /healthz) and exit 0 if it answers (container healthchecks)")
+	healthcheck := fs.String("healthcheck", "", "probe a console at `host:port` or https://host:port (GET /healthz) and exit 0 if it answers (container healthchecks)")
+	users := fs.String("users", env("CONSOLE_USERS_FILE", ""), "users `file` for sign-in, written by `console user add` ($CONSOLE_USERS_FILE)")
+	proxyHeader := fs.String("auth-proxy-header", env("CONSOLE_AUTH_PROXY_HEADER", ""),
+		"request `header` naming the user, set by an authenticating reverse proxy; off by default ($CONSOLE_AUTH_PROXY_HEADER)")
+	proxyRole := fs.String("auth-proxy-role-header", env("CONSOLE_AUTH_PROXY_ROLE_HEADER", ""),
+		"request `header` carrying the proxied user's role ($CONSOLE_AUTH_PROXY_ROLE_HEADER)")
+	proxyDefault := fs.String("auth-proxy-default-role", env("CONSOLE_AUTH_PROXY_DEFAULT_ROLE", "viewer"),
+		"`role` of proxied users without a role header or users file entry ($CONSOLE_AUTH_PROXY_DEFAULT_ROLE)")
+	proxyTrusted := fs.String("auth-proxy-trusted", env("CONSOLE_AUTH_PROXY_TRUSTED", ""),
+		"comma-separated `CIDRs` or addresses of the proxies whose header is believed ($CONSOLE_AUTH_PROXY_TRUSTED)")
+	idle := fs.Duration("session-idle", 30*time.Minute, "sign a session out after this long unused")
+	maxSession := fs.Duration("session-max", 12*time.Hour, "sign a session out this long after sign-in")
+	attempts := fs.Int("login-attempts", 5, "failed sign-ins of one user per -login-window (4x per client address)")
+	window := fs.Duration("login-window", 15*time.Minute, "window of -login-attempts")
+	cert := fs.String("cert", env("CONSOLE_CERT_FILE", ""), "serve HTTPS with this certificate (chain) PEM `file` ($CONSOLE_CERT_FILE)")
+	key := fs.String("key", env("CONSOLE_KEY_FILE", ""), "its private key PEM `file` ($CONSOLE_KEY_FILE)")
+	secureCookies := fs.Bool("secure-cookies", false, "mark session cookies Secure although serving HTTP (TLS ends at a proxy in front)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +119,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	o.ListenAddr, o.OrderTopics, o.ReconcileURLs, o.OrderURL = *listen, split(*topics, ","), split(*reconcile, ","), *orderURL
 	o.RequestTimeout, o.SampleInterval, o.ResendRate, o.Logger = *timeout, *sample, *rate, logger
 	o.Credentials = mqclient.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}
+	o.CertFile, o.KeyFile = *cert, *key
+	o.Auth = console.AuthOptions{UsersFile: *users, ProxyHeader: *proxyHeader, ProxyRoleHeader: *proxyRole, IdleTimeout: *idle,
+		MaxSession: *maxSession, LoginAttempts: *attempts, LoginWindow: *window, SecureCookies: *secureCookies}
+	if *proxyHeader != "" {
+		if o.Auth.ProxyDefaultRole, err = console.ParseRole(*proxyDefault); err != nil {
+			return fmt.Errorf("-auth-proxy-default-role: %w", err)
+		}
+	}
+	if o.Auth.TrustedProxies, err = prefixes(split(*proxyTrusted, ",")); err != nil {
+		return err
+	}
 	if *useTLS || *tlsCA != "" || *tlsCert != "" || *tlsKey != "" || *tlsServerName != "" {
 		if (*tlsCert == "") != (*tlsKey == "") {
 			return errors.New("-tls-cert and -tls-key go together")
@@ -114,15 +155,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return s.Shutdown(sctx)
 }
 
-// probe GETs http://addr/healthz and succeeds on 200 OK.
+// prefixes parses CIDRs and bare addresses (a /32 or /128).
+func prefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("-auth-proxy-trusted: %q is neither a CIDR nor an address", s)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// probe GETs http://addr/healthz (or https://host:port/healthz, not
+// verifying the certificate: it checks that this process answers) and
+// succeeds on 200 OK.
 func probe(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	u := "http://" + addr + "/healthz"
+	client := http.DefaultClient
+	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
+		u = "https://" + rest + "/healthz"
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: liveness of a local process
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

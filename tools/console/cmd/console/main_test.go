@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,10 +16,15 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env := map[string]string{"NAMESRV_ADDR": ns}
+	users := filepath.Join(t.TempDir(), "users")
+	if err := userCmd([]string{"add", "-users", users, "-role", "admin", "root"}, func(string) string { return "" },
+		strings.NewReader("a-long-password\n"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, func(a string) { addrs <- a })
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-users", users}, func(k string) string { return env[k] }, io.Discard, func(a string) { addrs <- a })
 	}()
 	var addr string
 	select {
@@ -49,6 +55,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{nil, "no NameServer address"},
+		{[]string{"-n", "127.0.0.1:9876"}, "sign-in needs a users file"},
+		{[]string{"-n", "127.0.0.1:9876", "-users", "/nonexistent/users"}, "users file"},
+		{[]string{"-n", "127.0.0.1:9876", "-auth-proxy-header", "X-User"}, "needs the proxies' addresses"},
+		{[]string{"-n", "127.0.0.1:9876", "-auth-proxy-header", "X-User", "-auth-proxy-trusted", "proxy.local"}, "neither a CIDR nor an address"},
+		{[]string{"-n", "127.0.0.1:9876", "-auth-proxy-header", "X-User", "-auth-proxy-trusted", "10.0.0.1", "-auth-proxy-default-role", "root"}, "unknown role"},
+		{[]string{"-n", "127.0.0.1:9876", "-auth-proxy-header", "X-User", "-auth-proxy-trusted", "10.0.0.1", "-cert", "c.pem"}, "certificate and a key"},
+		{[]string{"-n", "127.0.0.1:9876", "-auth-proxy-header", "X-User", "-auth-proxy-trusted", "10.0.0.1", "-cert", "c.pem", "-key", "k.pem"}, "console certificate"},
 		{[]string{"-n", "127.0.0.1:9876", "-reconcile", "order:8000"}, "must start with http"},
 		{[]string{"-n", "127.0.0.1:9876", "stray"}, "unexpected argument"},
 		{[]string{"-bogus"}, "flag provided but not defined"},

@@ -24,7 +24,8 @@ func startConsole(t *testing.T, env map[string]string, args ...string) string {
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-sample", "-1s"}, args...),
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-sample", "-1s", "-auth-proxy-header", "X-Test-User",
+			"-auth-proxy-trusted", "127.0.0.1,::1"}, args...),
 			func(k string) string { return env[k] }, io.Discard, func(a string) { addrs <- a })
 	}()
 	t.Cleanup(func() {
@@ -47,7 +48,9 @@ func startConsole(t *testing.T, env map[string]string, args ...string) string {
 // broker's queue offsets (a signed request under ACL).
 func topicAPI(t *testing.T, addr string) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/api/topics/TBW102")
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/topics/TBW102", nil)
+	req.Header.Set("X-Test-User", "tester") // a trusted proxy's user (viewer)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,4 @@ document.addEventListener("DOMContentLoaded", function () {
       box.closest("table").querySelectorAll("input[name=id]").forEach(function (c) { c.checked = box.checked; });
     });
   });
-  // Remember the operator name between actions.
-  document.querySelectorAll("input[name=operator]").forEach(function (i) {
-    if (!i.value && window.localStorage) i.value = localStorage.getItem("tide.operator") || "";
-    i.addEventListener("change", function () { if (window.localStorage) localStorage.setItem("tide.operator", i.value); });
-  });
 });
