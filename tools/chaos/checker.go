@@ -414,7 +414,7 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 	sort.Strings(fk)
 	fmt.Fprintf(w, "faults: %d (%s)\n", total, strings.Join(fk, " "))
 	for _, g := range sortedKeys(r.Deliveries) {
-		fmt.Fprintf(w, "  group %-16s required %6d  deliveries %6d  duplicates %5d (replayed offsets %d, stored twice %d)\n",
+		fmt.Fprintf(w, "  group %-26s required %6d  deliveries %6d  duplicates %5d (replayed offsets %d, stored twice %d)\n",
 			g, r.Required[g], r.Deliveries[g], r.Duplicates[g], r.Replays[g], r.Duplicates[g]-r.Replays[g])
 	}
 	for _, u := range r.Unchecked {

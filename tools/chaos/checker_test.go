@@ -260,6 +260,10 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if _, err := ReadHistory(strings.NewReader("{not json\n")); err == nil {
 		t.Fatal("bad line accepted")
 	}
+	evs, err = ReadHistory(strings.NewReader(`{"op":"setup"}` + "\n" + `{"op":"se`))
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("unfinished last line: %d events, %v", len(evs), err)
+	}
 }
 
 func TestScheduleReproducible(t *testing.T) {

@@ -154,24 +154,29 @@ func (r *Recorder) Close() error {
 	return err
 }
 
-// ReadHistory parses a history file.
+// ReadHistory parses a history file. A last line without its newline is
+// an event still being written (a campaign that is running, or was
+// killed): it is left out. Any other line that does not parse is an error.
 func ReadHistory(rd io.Reader) ([]Event, error) {
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	br := bufio.NewReaderSize(rd, 64<<10)
 	var out []Event
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return out, nil // b, if any, is an unfinished last line
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(b) <= 1 {
 			continue
 		}
 		var e Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(b, &e); err != nil {
 			return out, fmt.Errorf("%w: line %d: %v", ErrBadHistory, line, err)
 		}
 		out = append(out, e)
 	}
-	return out, sc.Err()
 }
 
 // ReadHistoryFile parses the history file at path.

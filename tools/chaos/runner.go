@@ -126,7 +126,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := writeSchedule(filepath.Join(o.Dir, "schedule.txt"), o.Seed, sched); err != nil {
 		return nil, err
 	}
-	wl := NewWorkload(rec, cl.NameServerAddrs(), cl.Master.Addr, admin, o.Seed, logger)
+	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.Master.Addr, admin, o.Seed, logger)
 	defer wl.Close(context.Background())
 	if err := wl.Start(ctx); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,15 +25,21 @@ const (
 	GroupAll      = "chaos-all"      // Tide client, concurrent: plain, delay, tx
 	GroupOrdered  = "chaos-ordered"  // Tide client, orderly: ordered
 	GroupOfficial = "chaos-official" // rocketmq-client-go v2, concurrent: plain
+	// GroupBroadcast is a broadcasting group of two instances; each must
+	// get every message, so the history names each instance as a group of
+	// its own: chaos-bcast/c-bcast-1 and chaos-bcast/c-bcast-2.
+	GroupBroadcast = "chaos-bcast"
 
 	propID = "chaosid" // user property carrying the workload's message id
 )
 
 // Groups maps each consumer group to the topics it must receive.
 var Groups = map[string][]string{
-	GroupAll:      {TopicPlain, TopicDelay, TopicTx},
-	GroupOrdered:  {TopicOrdered},
-	GroupOfficial: {TopicPlain},
+	GroupAll:                      {TopicPlain, TopicDelay, TopicTx},
+	GroupOrdered:                  {TopicOrdered},
+	GroupOfficial:                 {TopicPlain},
+	GroupBroadcast + "/c-bcast-1": {TopicPlain, TopicTx},
+	GroupBroadcast + "/c-bcast-2": {TopicPlain, TopicTx},
 }
 
 // Topics lists every topic of the workload.
@@ -42,10 +49,15 @@ var Topics = []string{TopicPlain, TopicOrdered, TopicTx, TopicDelay}
 // consumer-restart fault's targets).
 var ConsumerInstances = []string{"c-all-1", "c-all-2", "c-ord-1", "c-ord-2"}
 
+// broadcastInstances are the members of GroupBroadcast (started once;
+// their offsets live in files under the run's directory).
+var broadcastInstances = []string{"c-bcast-1", "c-bcast-2"}
+
 // Workload runs the producers and consumers against a cluster and records
 // every operation. Start it, Stop the producers, Drain, Close.
 type Workload struct {
 	rec     *Recorder
+	dir     string // broadcasting consumers' offset files go here
 	ns      []string
 	master  string
 	admin   *mqclient.Admin
@@ -66,8 +78,8 @@ type Workload struct {
 }
 
 // NewWorkload prepares a workload; masterAddr is where timer recalls go.
-func NewWorkload(rec *Recorder, nameServers []string, masterAddr string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
-	return &Workload{rec: rec, ns: nameServers, master: masterAddr, admin: admin, seed: seed, log: log,
+func NewWorkload(rec *Recorder, dir string, nameServers []string, masterAddr string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
+	return &Workload{rec: rec, dir: dir, ns: nameServers, master: masterAddr, admin: admin, seed: seed, log: log,
 		track: newTracker(), consumers: map[string]*mqclient.PushConsumer{}, stop: make(chan struct{})}
 }
 
@@ -78,7 +90,7 @@ func (w *Workload) clientOpts() []mqclient.Option {
 
 // Start starts the consumers, then the producers.
 func (w *Workload) Start(ctx context.Context) error {
-	for _, name := range ConsumerInstances {
+	for _, name := range append(append([]string{}, ConsumerInstances...), broadcastInstances...) {
 		if err := w.StartConsumer(ctx, name); err != nil {
 			return err
 		}
@@ -312,16 +324,26 @@ func (w *Workload) StartConsumer(ctx context.Context, name string) error {
 	group, topics := GroupAll, Groups[GroupAll]
 	opts := append(w.clientOpts(), mqclient.WithInstanceName(name), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithRebalanceInterval(5*time.Second))
-	if name[:5] == "c-ord" {
+	histGroup := ""
+	switch name[:5] {
+	case "c-ord":
 		group, topics = GroupOrdered, Groups[GroupOrdered]
 		opts = append(opts, mqclient.WithOrdered())
+	case "c-bca":
+		group, histGroup = GroupBroadcast, GroupBroadcast+"/"+name
+		topics = Groups[histGroup]
+		opts = append(opts, mqclient.WithMessageModel(mqclient.Broadcasting),
+			mqclient.WithOffsetDir(filepath.Join(w.dir, "offsets", name)))
+	}
+	if histGroup == "" {
+		histGroup = group
 	}
 	c, err := mqclient.NewPushConsumer(group, opts...)
 	if err != nil {
 		return err
 	}
 	for _, t := range topics {
-		if err := c.Subscribe(t, "*", w.handler(name, group)); err != nil {
+		if err := c.Subscribe(t, "*", w.handler(name, histGroup)); err != nil {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ func run() int {
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the fault schedule and the workload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long faults are injected")
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "how long to wait, after healing, for every acknowledged message")
-	fs.StringVar(&o.Dir, "dir", "", "output `directory` (default bin/chaos/seed-N-TIME under the repository)")
+	fs.StringVar(&o.Dir, "dir", "", "output `directory` (default bin/chaos-runs/seed-N-TIME under the repository)")
 	fs.StringVar(&o.Root, "root", "", "repository `root` (default: git rev-parse --show-toplevel)")
 	check := fs.String("check", "", "only check the history `file` and print the report")
 	schedule := fs.Bool("schedule", false, "only print the fault schedule of -seed and -duration")
@@ -79,7 +79,7 @@ func run() int {
 		o.Root = strings.TrimSpace(string(out))
 	}
 	if o.Dir == "" {
-		o.Dir = filepath.Join(o.Root, "bin", "chaos", fmt.Sprintf("seed-%d-%s", o.Seed, time.Now().Format("20060102-150405")))
+		o.Dir = filepath.Join(o.Root, "bin", "chaos-runs", fmt.Sprintf("seed-%d-%s", o.Seed, time.Now().Format("20060102-150405")))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
