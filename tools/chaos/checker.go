@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -104,18 +105,42 @@ func (s *sent) rolledBack() bool {
 
 // Check verifies a history (see docs/reliability.md for the guarantees).
 func Check(events []Event) (*Report, error) {
-	r := &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
+	c := &checker{r: &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
 		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
-		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{}}
-	var setup *Event
-	msgs := map[string]*sent{}
+		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{}},
+		msgs: map[string]*sent{}, delivered: map[string]map[string][]*Event{}, orderState: map[string]*keyOrder{}}
+	if err := c.scanOps(events); err != nil {
+		return c.r, err
+	}
+	for i := range events {
+		if e := &events[i]; e.Op == OpConsume {
+			c.deliver(e)
+		}
+	}
+	c.lost()
+	c.r.unchecked(c.setup, c.msgs)
+	return c.r, nil
+}
+
+// checker is the state of one Check.
+type checker struct {
+	r          *Report
+	setup      *Event
+	msgs       map[string]*sent
+	delivered  map[string]map[string][]*Event // group -> id -> deliveries
+	orderState map[string]*keyOrder           // group/key
+}
+
+// scanOps reads the setup, the faults and every message operation.
+func (c *checker) scanOps(events []Event) error {
+	r := c.r
 	pending := map[string]*Event{} // process -> open invoke
 	var faultStart, heal *Event
 	for i := range events {
 		e := &events[i]
 		switch e.Op {
 		case OpSetup:
-			setup = e
+			c.setup = e
 		case OpFault:
 			if e.Type == Invoke {
 				r.Faults[e.Fault]++
@@ -128,76 +153,31 @@ func Check(events []Event) (*Report, error) {
 		case OpDrain:
 			r.Drained = e.Type == OK
 		case OpSend, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer:
-			c := r.Ops[e.Op]
-			if c == nil {
-				c = &OpCount{}
-				r.Ops[e.Op] = c
-			}
-			switch e.Type {
-			case Invoke:
-				c.Invoke++
+			r.tally(e)
+			if e.Type == Invoke {
 				pending[e.Process] = e
 				for _, id := range e.IDs {
-					msgs[id] = &sent{id: id, topic: e.Topic, op: e.Op, key: e.Key, seq: e.Seq,
+					c.msgs[id] = &sent{id: id, topic: e.Topic, op: e.Op, key: e.Key, seq: e.Seq,
 						intent: e.Intent, notBefore: e.NotBefore, invoke: e}
 				}
-			default:
-				switch e.Type {
-				case OK:
-					c.OK++
-					r.Messages[e.Op] += len(e.IDs)
-				case Fail:
-					c.Fail++
-				case Info:
-					c.Info++
-				}
-				delete(pending, e.Process)
-				for _, id := range e.IDs {
-					if s := msgs[id]; s != nil {
-						s.done = e
-					}
+				continue
+			}
+			if e.Type == OK {
+				r.Messages[e.Op] += len(e.IDs)
+			}
+			delete(pending, e.Process)
+			for _, id := range e.IDs {
+				if s := c.msgs[id]; s != nil {
+					s.done = e
 				}
 			}
 		case OpRecall:
-			c := r.Ops[e.Op]
-			if c == nil {
-				c = &OpCount{}
-				r.Ops[e.Op] = c
-			}
-			switch e.Type {
-			case Invoke:
-				c.Invoke++
-			case OK:
-				c.OK++
-			case Fail:
-				c.Fail++
-			case Info:
-				c.Info++
-			}
-			switch {
-			case e.Type == Info:
-				r.Recalls["unknown"]++
-			case e.Type == OK:
-				r.Recalls[e.Detail]++
-			}
-			for _, id := range e.IDs {
-				s := msgs[id]
-				switch {
-				case s == nil:
-				case e.Type == Invoke || e.Type == Info:
-					s.recallMaybe = e // until it answers, it may take effect
-				case e.Type == Fail || e.Detail == "already-fired":
-					s.recallMaybe = nil
-				case e.Detail == "recalled":
-					s.recall, s.recallMaybe = e, nil
-				case e.Detail == "not-found":
-					s.recallNF, s.recallMaybe = e, nil
-				}
-			}
+			r.tally(e)
+			c.recall(e)
 		}
 	}
-	if setup == nil {
-		return r, fmt.Errorf("%w: no setup event", ErrBadHistory)
+	if c.setup == nil {
+		return fmt.Errorf("%w: no setup event", ErrBadHistory)
 	}
 	if faultStart != nil && heal != nil {
 		r.FaultWindow = heal.Time.Sub(faultStart.Time)
@@ -206,132 +186,140 @@ func Check(events []Event) (*Report, error) {
 	for _, e := range pending {
 		r.Ops[e.Op].Info++
 	}
-	if c := r.Ops[OpRecall]; c != nil && c.Invoke > c.OK+c.Fail+c.Info {
-		r.Recalls["unknown"] += c.Invoke - c.OK - c.Fail - c.Info
+	if oc := r.Ops[OpRecall]; oc != nil && oc.Invoke > oc.OK+oc.Fail+oc.Info {
+		r.Recalls["unknown"] += oc.Invoke - oc.OK - oc.Fail - oc.Info
 	}
+	for g := range c.setup.Groups {
+		c.delivered[g] = map[string][]*Event{}
+	}
+	return nil
+}
 
-	delivered := map[string]map[string][]*Event{} // group -> id -> deliveries
-	for g := range setup.Groups {
-		delivered[g] = map[string][]*Event{}
+// recall notes a recall event on its message.
+func (c *checker) recall(e *Event) {
+	switch e.Type {
+	case Info:
+		c.r.Recalls["unknown"]++
+	case OK:
+		c.r.Recalls[e.Detail]++
 	}
-	ordered := map[string]bool{}
-	for _, g := range setup.Ordered {
-		ordered[g] = true
+	for _, id := range e.IDs {
+		s := c.msgs[id]
+		switch {
+		case s == nil:
+		case e.Type == Invoke || e.Type == Info:
+			s.recallMaybe = e // until it answers, it may take effect
+		case e.Type == Fail || e.Detail == "already-fired":
+			s.recallMaybe = nil
+		case e.Detail == "recalled":
+			s.recall, s.recallMaybe = e, nil
+		case e.Detail == "not-found":
+			s.recallNF, s.recallMaybe = e, nil
+		}
 	}
-	orderState := map[string]*keyOrder{} // group/key
-	for i := range events {
-		e := &events[i]
-		if e.Op != OpConsume {
-			continue
-		}
-		r.Deliveries[e.Group]++
-		id := ""
-		if len(e.IDs) > 0 {
-			id = e.IDs[0]
-		}
-		s := msgs[id]
-		if s == nil {
-			r.add(Violation{Kind: VUnexpected, Group: e.Group, ID: id,
-				What: "delivered a message the workload never sent", Events: []Event{*e}})
-			continue
-		}
-		byID := delivered[e.Group]
-		if byID == nil {
-			byID = map[string][]*Event{}
-			delivered[e.Group] = byID
-		}
-		first := len(byID[id]) == 0
-		byID[id] = append(byID[id], e)
-		if !first {
-			r.Duplicates[e.Group]++
-			for _, d := range byID[id][:len(byID[id])-1] {
-				if d.Queue == e.Queue && d.Offset == e.Offset {
-					r.Replays[e.Group]++
-					break
-				}
-			}
-			continue
-		}
-		if s.done != nil && s.done.Type == Fail {
-			r.add(Violation{Kind: VFailedSent, Group: e.Group, ID: id,
-				What: "delivered although its send failed definitely", Events: []Event{*s.invoke, *s.done, *e}})
-		}
-		if s.rolledBack() {
-			r.add(Violation{Kind: VRolledBack, Group: e.Group, ID: id,
-				What: "rolled-back transactional message delivered", Events: []Event{*s.invoke, *s.done, *e}})
-		}
-		if s.notBefore != nil && e.Time.Before(s.notBefore.Add(-EarlyTolerance)) {
-			r.add(Violation{Kind: VEarly, Group: e.Group, ID: id,
-				What:   fmt.Sprintf("delivered %v before its time", s.notBefore.Sub(e.Time).Round(time.Millisecond)),
-				Events: evs(s.invoke, s.done, e)})
-		}
-		if s.recall != nil {
-			r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
-				What: "timer message delivered although its recall succeeded", Events: evs(s.invoke, s.done, s.recall, e)})
-		}
-		if nf := s.recallNF; nf != nil && e.StoreTime != nil && e.StoreTime.After(nf.Time) {
-			r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
-				What:   "timer message fired after a recall answered not-found (nothing may be delivered from then on)",
-				Events: evs(s.invoke, s.done, s.recallNF, e)})
-		}
-		if ordered[e.Group] && s.op == OpOrdered {
-			k := e.Group + "/" + s.key
-			st := orderState[k]
-			if st == nil {
-				st = &keyOrder{seen: map[int]bool{}}
-				orderState[k] = st
-			}
-			st.seen[s.seq] = true
-			// every acknowledged message of the key with a smaller seq
-			// (sent before this one: a key's sends are sequential) must
-			// have been delivered first
-			for q := st.checkedUpTo + 1; q < s.seq; q++ {
-				prev := msgs[orderedID(s.key, q)]
-				if prev == nil || !prev.acked() || st.seen[q] {
-					continue
-				}
-				r.add(Violation{Kind: VOrder, Group: e.Group, ID: id,
-					What:   fmt.Sprintf("key %s: seq %d delivered before acknowledged seq %d", s.key, s.seq, q),
-					Events: evs(prev.invoke, prev.done, s.invoke, s.done, e)})
+}
+
+// deliver checks one delivery against what was sent before it.
+func (c *checker) deliver(e *Event) {
+	r := c.r
+	r.Deliveries[e.Group]++
+	id := ""
+	if len(e.IDs) > 0 {
+		id = e.IDs[0]
+	}
+	s := c.msgs[id]
+	if s == nil {
+		r.add(Violation{Kind: VUnexpected, Group: e.Group, ID: id,
+			What: "delivered a message the workload never sent", Events: []Event{*e}})
+		return
+	}
+	byID := c.delivered[e.Group]
+	if byID == nil {
+		byID = map[string][]*Event{}
+		c.delivered[e.Group] = byID
+	}
+	byID[id] = append(byID[id], e)
+	if len(byID[id]) > 1 {
+		r.Duplicates[e.Group]++
+		for _, d := range byID[id][:len(byID[id])-1] {
+			if d.Queue == e.Queue && d.Offset == e.Offset {
+				r.Replays[e.Group]++
 				break
 			}
-			if s.seq > st.checkedUpTo {
-				st.checkedUpTo = s.seq - 1
-			}
 		}
+		return
 	}
+	if s.done != nil && s.done.Type == Fail {
+		r.add(Violation{Kind: VFailedSent, Group: e.Group, ID: id,
+			What: "delivered although its send failed definitely", Events: []Event{*s.invoke, *s.done, *e}})
+	}
+	if s.rolledBack() {
+		r.add(Violation{Kind: VRolledBack, Group: e.Group, ID: id,
+			What: "rolled-back transactional message delivered", Events: []Event{*s.invoke, *s.done, *e}})
+	}
+	if s.notBefore != nil && e.Time.Before(s.notBefore.Add(-EarlyTolerance)) {
+		r.add(Violation{Kind: VEarly, Group: e.Group, ID: id,
+			What:   fmt.Sprintf("delivered %v before its time", s.notBefore.Sub(e.Time).Round(time.Millisecond)),
+			Events: evs(s.invoke, s.done, e)})
+	}
+	if s.recall != nil {
+		r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
+			What: "timer message delivered although its recall succeeded", Events: evs(s.invoke, s.done, s.recall, e)})
+	}
+	if nf := s.recallNF; nf != nil && e.StoreTime != nil && e.StoreTime.After(nf.Time) {
+		r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
+			What:   "timer message fired after a recall answered not-found (nothing may be delivered from then on)",
+			Events: evs(s.invoke, s.done, s.recallNF, e)})
+	}
+	if s.op == OpOrdered && slices.Contains(c.setup.Ordered, e.Group) {
+		c.order(s, e)
+	}
+}
 
-	// Lost: every required message delivered to every group of its topic.
-	ids := make([]string, 0, len(msgs))
-	for id := range msgs {
-		ids = append(ids, id)
+// order checks the first delivery e of s in an ordered group: every
+// acknowledged message of the key with a smaller seq (sent before s: a
+// key's sends are sequential) must have been delivered before.
+func (c *checker) order(s *sent, e *Event) {
+	k := e.Group + "/" + s.key
+	st := c.orderState[k]
+	if st == nil {
+		st = &keyOrder{seen: map[int]bool{}}
+		c.orderState[k] = st
 	}
-	sort.Strings(ids)
-	groups := make([]string, 0, len(setup.Groups))
-	for g := range setup.Groups {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		topics := map[string]bool{}
-		for _, t := range setup.Groups[g] {
-			topics[t] = true
+	st.seen[s.seq] = true
+	for q := st.checkedUpTo + 1; q < s.seq; q++ {
+		prev := c.msgs[orderedID(s.key, q)]
+		if prev == nil || !prev.acked() || st.seen[q] {
+			continue
 		}
+		c.r.add(Violation{Kind: VOrder, Group: e.Group, ID: s.id,
+			What:   fmt.Sprintf("key %s: seq %d delivered before acknowledged seq %d", s.key, s.seq, q),
+			Events: evs(prev.invoke, prev.done, s.invoke, s.done, e)})
+		break
+	}
+	if s.seq > st.checkedUpTo {
+		st.checkedUpTo = s.seq - 1
+	}
+}
+
+// lost reports every required message some group of its topic never got.
+func (c *checker) lost() {
+	ids := sortedKeys(c.msgs)
+	for _, g := range sortedKeys(c.setup.Groups) {
+		topics := c.setup.Groups[g]
 		for _, id := range ids {
-			s := msgs[id]
-			if !topics[s.topic] || !s.required() {
+			s := c.msgs[id]
+			if !slices.Contains(topics, s.topic) || !s.required() {
 				continue
 			}
-			r.Required[g]++
-			if len(delivered[g][id]) == 0 {
-				r.add(Violation{Kind: VLost, Group: g, ID: id,
+			c.r.Required[g]++
+			if len(c.delivered[g][id]) == 0 {
+				c.r.add(Violation{Kind: VLost, Group: g, ID: id,
 					What:   fmt.Sprintf("%s acknowledged (%s) but never delivered to %s", s.op, s.done.Status, g),
 					Events: evs(s.invoke, s.done, s.recall)})
 			}
 		}
 	}
-	r.unchecked(setup, msgs)
-	return r, nil
 }
 
 type keyOrder struct {
@@ -351,6 +339,25 @@ func evs(es ...*Event) []Event {
 		}
 	}
 	return out
+}
+
+// tally counts e in its operation's OpCount.
+func (r *Report) tally(e *Event) {
+	c := r.Ops[e.Op]
+	if c == nil {
+		c = &OpCount{}
+		r.Ops[e.Op] = c
+	}
+	switch e.Type {
+	case Invoke:
+		c.Invoke++
+	case OK:
+		c.OK++
+	case Fail:
+		c.Fail++
+	case Info:
+		c.Info++
+	}
 }
 
 func (r *Report) add(v Violation) {
