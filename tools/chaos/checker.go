@@ -28,6 +28,7 @@ const (
 	VEarly      = "early"       // a delayed or timer message delivered before its time
 	VRecalled   = "recalled"    // a timer message delivered after its recall succeeded
 	VOrder      = "order"       // an ordered group saw a key's message before an earlier acknowledged one
+	VOffsetBack = "offset-back" // a committed offset moved backwards with no master restart in between
 )
 
 // Violation is one guarantee broken, with the events that show it.
@@ -57,14 +58,19 @@ type Report struct {
 	// committed before a crash, pause or rebalance); the other duplicates
 	// are copies stored at another offset (the producer side: a send
 	// retried after a lost answer, or a message stored twice).
-	Replays     map[string]int
-	Recalls     map[string]int // recall outcomes: recalled, already-fired, not-found, unknown
-	Required    map[string]int // by group: messages that group had to receive
-	Violations  []Violation
-	ViolByKind  map[string]int
-	Unchecked   []string // guarantees this history could not check, with the reason
-	Drained     bool     // the drain ended with every required message seen
-	FaultWindow time.Duration
+	Replays map[string]int
+	Recalls map[string]int // recall outcomes: recalled, already-fired, not-found, unknown
+	// OffsetReadings counts committed-offset changes seen; OffsetRewinds
+	// (by group) those lower than before a master restart (the master
+	// reloads the offsets it persisted last: allowed, the replays follow).
+	OffsetReadings int
+	OffsetRewinds  map[string]int
+	Required       map[string]int // by group: messages that group had to receive
+	Violations     []Violation
+	ViolByKind     map[string]int
+	Unchecked      []string // guarantees this history could not check, with the reason
+	Drained        bool     // the drain ended with every required message seen
+	FaultWindow    time.Duration
 }
 
 // OK reports whether the history was checked without violations.
@@ -107,7 +113,8 @@ func (s *sent) rolledBack() bool {
 func Check(events []Event) (*Report, error) {
 	c := &checker{r: &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
 		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
-		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{}},
+		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{},
+		OffsetRewinds: map[string]int{}},
 		msgs: map[string]*sent{}, delivered: map[string]map[string][]*Event{}, orderState: map[string]*keyOrder{}}
 	if err := c.scanOps(events); err != nil {
 		return c.r, err
@@ -118,6 +125,7 @@ func Check(events []Event) (*Report, error) {
 		}
 	}
 	c.lost()
+	c.offsets(events)
 	c.r.unchecked(c.setup, c.msgs)
 	return c.r, nil
 }
@@ -322,6 +330,38 @@ func (c *checker) lost() {
 	}
 }
 
+// offsets checks that each group's committed offset of a queue never
+// moves backwards, except across a restart of the master.
+func (c *checker) offsets(events []Event) {
+	high := map[string]*Event{}   // group+queue -> highest reading since the last master restart
+	before := map[string]*Event{} // the highest reading before it
+	for i := range events {
+		e := &events[i]
+		switch {
+		case e.Op == OpFault && e.Type == Invoke && e.Fault == FKill && e.Target == "master":
+			for k, h := range high {
+				before[k] = h
+			}
+			clear(high)
+		case e.Op == OpOffset:
+			c.r.OffsetReadings++
+			k := e.Group + " " + e.Queue
+			if b := before[k]; b != nil {
+				if e.Offset < b.Offset {
+					c.r.OffsetRewinds[e.Group]++
+				}
+				delete(before, k)
+			}
+			if h := high[k]; h != nil && e.Offset < h.Offset {
+				c.r.add(Violation{Kind: VOffsetBack, Group: e.Group, ID: e.Queue,
+					What:   fmt.Sprintf("committed offset of %s moved back from %d to %d with no master restart in between", e.Queue, h.Offset, e.Offset),
+					Events: evs(h, e)})
+			}
+			high[k] = e
+		}
+	}
+}
+
 type keyOrder struct {
 	seen        map[int]bool
 	checkedUpTo int // every seq up to this one was checked against earlier deliveries
@@ -393,6 +433,9 @@ func (r *Report) unchecked(setup *Event, msgs map[string]*sent) {
 	if len(setup.Ordered) == 0 {
 		r.Unchecked = append(r.Unchecked, "order: no ordered consumer group")
 	}
+	if r.OffsetReadings == 0 {
+		r.Unchecked = append(r.Unchecked, "committed offsets: no reading, \"never backwards\" not checked")
+	}
 	if !r.Drained {
 		r.Unchecked = append(r.Unchecked, "the drain ended at its deadline: lost messages may be late ones (liveness), see each")
 	}
@@ -424,6 +467,12 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 		fmt.Fprintf(w, "  group %-26s required %6d  deliveries %6d  duplicates %5d (replayed offsets %d, stored twice %d)\n",
 			g, r.Required[g], r.Deliveries[g], r.Duplicates[g], r.Replays[g], r.Duplicates[g]-r.Replays[g])
 	}
+	var rw []string
+	for _, g := range sortedKeys(r.OffsetRewinds) {
+		rw = append(rw, fmt.Sprintf("%s=%d", g, r.OffsetRewinds[g]))
+	}
+	fmt.Fprintf(w, "committed offsets: %d changes read, rewinds across master restarts: %d (%s)\n",
+		r.OffsetReadings, sum(r.OffsetRewinds), strings.Join(rw, " "))
 	for _, u := range r.Unchecked {
 		fmt.Fprintf(w, "NOT CHECKED: %s\n", u)
 	}
@@ -473,6 +522,14 @@ func oneLine(e Event) string {
 		add("store_time", e.StoreTime.UTC().Format("15:04:05.000"))
 	}
 	return b.String()
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -157,6 +157,25 @@ func TestCheck(t *testing.T) {
 			h.add(Event{Process: "q", Type: Invoke, Op: OpRecall, IDs: []string{"u"}}) // never answered
 			h.consume("g", "u").drained()
 		}, ""},
+		{"offsets move forward", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 3})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/1", Offset: 1})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 7})
+			h.drained()
+		}, ""},
+		{"offset moves back", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 7})
+			h.add(Event{Process: "nemesis", Type: Invoke, Op: OpFault, Fault: FKill, Target: "slave"})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 5})
+			h.drained()
+		}, "offset-back:g:plain/b/0"},
+		{"offset back across a master restart", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 7})
+			h.add(Event{Process: "nemesis", Type: Invoke, Op: OpFault, Fault: FKill, Target: "master"})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 5})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 9})
+			h.drained()
+		}, ""},
 		{"ordered in order, with a redelivered prefix", func(h *hist) {
 			h.ordered("k", 1, OK).ordered("k", 2, OK).ordered("k", 3, OK)
 			h.consume("o", "k-1").consume("o", "k-2").consume("o", "k-1").consume("o", "k-2").consume("o", "k-3").drained()

@@ -35,6 +35,7 @@ const (
 	OpFault   = "fault"   // a fault started (invoke) or healed (ok)
 	OpHeal    = "heal"    // every fault healed, producers stopped
 	OpDrain   = "drain"   // the consumers' drain ended (ok: all seen; info: deadline)
+	OpOffset  = "offset"  // a group's committed offset of a queue, read from the master, when it changed
 )
 
 // Event is one line of a history file (JSON lines).

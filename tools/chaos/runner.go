@@ -103,7 +103,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer admin.Shutdown(context.Background())
 	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	err = cl.WaitReady(rctx, admin, Topics, 4)
+	err = cl.WaitReady(rctx, admin, Topics, queuesPerTopic)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("cluster not ready: %w", err)
@@ -126,7 +126,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := writeSchedule(filepath.Join(o.Dir, "schedule.txt"), o.Seed, sched); err != nil {
 		return nil, err
 	}
-	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.Master.Addr, admin, o.Seed, logger)
+	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.BrokerName, cl.Master.Addr, admin, o.Seed, logger)
 	defer wl.Close(context.Background())
 	if err := wl.Start(ctx); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)

@@ -72,14 +72,21 @@ type Workload struct {
 	mu        sync.Mutex
 	consumers map[string]*mqclient.PushConsumer
 
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	counter atomic.Int64
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	brokerName       string
+	watch, watchDone chan struct{}
+	counter          atomic.Int64
 }
 
-// NewWorkload prepares a workload; masterAddr is where timer recalls go.
-func NewWorkload(rec *Recorder, dir string, nameServers []string, masterAddr string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
-	return &Workload{rec: rec, dir: dir, ns: nameServers, master: masterAddr, admin: admin, seed: seed, log: log,
+// queuesPerTopic is the number of queues each topic is created with.
+const queuesPerTopic = 4
+
+// NewWorkload prepares a workload; masterAddr is the master of broker
+// group brokerName (timer recalls and offset readings go there).
+func NewWorkload(rec *Recorder, dir string, nameServers []string, brokerName, masterAddr string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
+	return &Workload{rec: rec, dir: dir, ns: nameServers, brokerName: brokerName, master: masterAddr, admin: admin, seed: seed, log: log,
 		track: newTracker(), consumers: map[string]*mqclient.PushConsumer{}, stop: make(chan struct{})}
 }
 
@@ -122,7 +129,55 @@ func (w *Workload) Start(ctx context.Context) error {
 		w.loop(func() { w.orderedOp(o) })
 	}
 	w.loop(func() { w.official.send(w) })
+	w.watchOffsets()
 	return nil
+}
+
+// offsetGroups are the clustering groups whose committed offsets are
+// watched (broadcasting groups keep theirs in local files).
+var offsetGroups = []string{GroupAll, GroupOrdered, GroupOfficial}
+
+// watchOffsets records, every 2 s until the workload closes, each
+// clustering group's committed offset of each queue on the master when it
+// changed since the last reading (the checker verifies they never move
+// backwards except across a master restart).
+func (w *Workload) watchOffsets() {
+	w.watch = make(chan struct{})
+	w.watchDone = make(chan struct{})
+	last := map[string]int64{}
+	go func() {
+		defer close(w.watchDone)
+		for {
+			select {
+			case <-w.watch:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			for _, g := range offsetGroups {
+				for _, t := range Groups[g] {
+					for q := int32(0); q < queuesPerTopic; q++ {
+						w.readOffset(g, mqclient.Queue{Topic: t, BrokerName: w.brokerName, QueueID: q}, last)
+					}
+				}
+			}
+		}
+	}()
+}
+
+func (w *Workload) readOffset(group string, q mqclient.Queue, last map[string]int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	off, err := w.admin.CommittedOffset(ctx, w.master, group, q)
+	if err != nil || off < 0 {
+		return
+	}
+	k := group + " " + q.Key()
+	if v, ok := last[k]; ok && v == off {
+		return
+	}
+	last[k] = off
+	w.rec.Record(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: group,
+		Queue: fmt.Sprintf("%s/%s/%d", q.Topic, q.BrokerName, q.QueueID), Offset: off})
 }
 
 // loop runs op repeatedly with a short pause until Stop.
@@ -394,6 +449,11 @@ func (w *Workload) Missing() int { return w.track.missing() }
 
 // Close shuts every client down.
 func (w *Workload) Close(ctx context.Context) {
+	if w.watch != nil {
+		close(w.watch)
+		<-w.watchDone
+		w.watch = nil
+	}
 	w.mu.Lock()
 	names := make([]string, 0, len(w.consumers))
 	for n := range w.consumers {
