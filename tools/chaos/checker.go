@@ -110,7 +110,13 @@ func (s *sent) rolledBack() bool {
 }
 
 // Check verifies a history (see docs/reliability.md for the guarantees).
-func Check(events []Event) (*Report, error) {
+func Check(events []Event) (*Report, error) { return CheckLive(events, -1) }
+
+// CheckLive checks the history of a campaign that is still running: a
+// message acknowledged, or due, less than grace before the history's last
+// event is not required yet (it may still be on its way). A negative grace
+// checks a finished history (Check).
+func CheckLive(events []Event, grace time.Duration) (*Report, error) {
 	c := &checker{r: &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
 		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
 		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{},
@@ -118,6 +124,9 @@ func Check(events []Event) (*Report, error) {
 		msgs: map[string]*sent{}, delivered: map[string]map[string][]*Event{}, orderState: map[string]*keyOrder{}}
 	if err := c.scanOps(events); err != nil {
 		return c.r, err
+	}
+	if grace >= 0 && len(events) > 0 {
+		c.cutoff = events[len(events)-1].Time.Add(-grace)
 	}
 	for i := range events {
 		if e := &events[i]; e.Op == OpConsume {
@@ -137,6 +146,7 @@ type checker struct {
 	msgs       map[string]*sent
 	delivered  map[string]map[string][]*Event // group -> id -> deliveries
 	orderState map[string]*keyOrder           // group/key
+	cutoff     time.Time                      // CheckLive: messages acknowledged or due after it are not required
 }
 
 // scanOps reads the setup, the faults and every message operation.
@@ -317,7 +327,7 @@ func (c *checker) lost() {
 		topics := c.setup.Groups[g]
 		for _, id := range ids {
 			s := c.msgs[id]
-			if !slices.Contains(topics, s.topic) || !s.required() {
+			if !slices.Contains(topics, s.topic) || !s.required() || c.tooRecent(s) {
 				continue
 			}
 			c.r.Required[g]++
@@ -328,6 +338,13 @@ func (c *checker) lost() {
 			}
 		}
 	}
+}
+
+func (c *checker) tooRecent(s *sent) bool {
+	if c.cutoff.IsZero() {
+		return false
+	}
+	return s.done.Time.After(c.cutoff) || (s.notBefore != nil && s.notBefore.After(c.cutoff))
 }
 
 // offsets checks that each group's committed offset of a queue never

@@ -250,6 +250,20 @@ func TestCheckCounts(t *testing.T) {
 	}
 }
 
+func TestCheckLive(t *testing.T) {
+	h := newHist()
+	h.send(OpSend, "plain", "old", OK)
+	h.add(Event{Process: "p", Type: Invoke, Op: OpSend, Topic: "plain", IDs: []string{"new"}, Time: h.t0.Add(time.Minute)})
+	h.add(Event{Process: "p", Type: OK, Op: OpSend, Topic: "plain", IDs: []string{"new"}, Time: h.t0.Add(time.Minute)})
+	r, err := CheckLive(h.events, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(r); got != "lost:g:old" {
+		t.Errorf("live check: %q, want only the old message lost", got)
+	}
+}
+
 func TestCheckNeedsSetup(t *testing.T) {
 	if _, err := Check([]Event{{Op: OpSend, Type: Invoke}}); err == nil {
 		t.Fatal("a history without setup was checked")

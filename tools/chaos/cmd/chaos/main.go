@@ -2,7 +2,7 @@
 // and checks the recorded history (docs/reliability.md).
 //
 //	chaos [-seed N] [-duration 5m] [-drain 2m] [-dir DIR] [-root REPO]
-//	chaos -check history.jsonl
+//	chaos -check history.jsonl [-live 1m]
 //	chaos -schedule -seed N -duration D
 //
 // It needs root (network namespaces, iptables, tc). Exit status: 0 no
@@ -40,6 +40,7 @@ func run() int {
 	fs.StringVar(&o.Root, "root", "", "repository `root` (default: git rev-parse --show-toplevel)")
 	check := fs.String("check", "", "only check the history `file` and print the report")
 	schedule := fs.Bool("schedule", false, "only print the fault schedule of -seed and -duration")
+	live := fs.Duration("live", -1, "with -check: the campaign is still running; messages acknowledged or due within this `grace` of the history's end are not required yet")
 	maxV := fs.Int("max-violations", 50, "print at most this many violations (0: all)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,7 +60,7 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 2
 		}
-		rep, err := chaos.Check(events)
+		rep, err := chaos.CheckLive(events, *live)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			return 2
