@@ -12,8 +12,8 @@ import (
 
 // SliceSeed is the campaign slice `go test` runs: in its first minute the
 // schedule pauses the slave, kills the master, fills the master's disk,
-// isolates the master, cuts the clients from a NameServer and drops the
-// master's packets to the clients (chaos -schedule -seed 44 -duration 1m).
+// isolates the master, splits the hosts in a bridge partition and drops
+// the master's packets to the clients (chaos -schedule -seed 44 -duration 1m).
 const SliceSeed = 44
 
 // TestCampaignSlice runs a one-minute campaign with a fixed seed against

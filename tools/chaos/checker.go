@@ -170,7 +170,7 @@ func (c *checker) scanOps(events []Event) error {
 			heal = e
 		case OpDrain:
 			r.Drained = e.Type == OK
-		case OpSend, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer:
+		case OpSend, OpAsync, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer:
 			r.tally(e)
 			if e.Type == Invoke {
 				pending[e.Process] = e
@@ -436,7 +436,7 @@ func (r *Report) unchecked(setup *Event, msgs map[string]*sent) {
 			recalled++
 		}
 	}
-	for _, op := range []string{OpSend, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer} {
+	for _, op := range []string{OpSend, OpAsync, OpBatch, OpOrdered, OpTx, OpDelay, OpTimer} {
 		if acked[op] == 0 {
 			r.Unchecked = append(r.Unchecked, op+": no acknowledged message, its guarantees were not checked")
 		}

@@ -318,7 +318,7 @@ func TestScheduleReproducible(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range FaultKinds {
+	for _, k := range append(FaultKinds, FBridge) {
 		if !seen[k] {
 			t.Errorf("10 minutes of seed 7 never chose %s", k)
 		}

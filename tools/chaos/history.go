@@ -25,6 +25,7 @@ const (
 const (
 	OpSetup   = "setup"   // the run's configuration: groups and their topics
 	OpSend    = "send"    // one message, sync
+	OpAsync   = "async"   // one message, SendAsync (the outcome is its callback's)
 	OpBatch   = "batch"   // several messages in one request
 	OpOrdered = "ordered" // one message of a key's sequence (ShardingKey)
 	OpTx      = "tx"      // a transactional message with an intended outcome

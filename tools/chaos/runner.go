@@ -256,6 +256,14 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 		return errors.Join(in.net.Cut(f.Target, f.Peer), in.net.Cut(f.Peer, f.Target))
 	case FOneWay:
 		return in.net.Cut(f.Target, f.Peer)
+	case FBridge:
+		var errs []error
+		for _, a := range strings.Split(f.Target, "+") {
+			for _, b := range strings.Split(f.Peer, "+") {
+				errs = append(errs, in.net.Cut(a, b), in.net.Cut(b, a))
+			}
+		}
+		return errors.Join(errs...)
 	case FNetem:
 		return in.net.Netem(f.Target, f.DelayMS, f.JitterMS, f.LossPct)
 	case FConsumerRestart:
@@ -273,7 +281,7 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 	switch f.Kind {
 	case FKill, FPause:
 		return in.cl.Heal()
-	case FIsolate, FPartition, FOneWay, FNetem:
+	case FIsolate, FPartition, FOneWay, FNetem, FBridge:
 		return in.net.Heal()
 	case FConsumerRestart:
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -16,6 +16,10 @@ const (
 	FNetem           = "netem"            // delay, jitter and loss on Target's link
 	FConsumerRestart = "consumer-restart" // a consumer instance shut down, a new one started after Dur
 	FDiskFull        = "disk-full"        // a broker's store file system filled to DiskFullPct
+	// FBridge splits the hosts in two halves (Target's and Peer's, hosts
+	// joined by "+") that cannot reach each other; the clients reach both,
+	// the bridge between them (Jepsen's bridge partition).
+	FBridge = "bridge"
 )
 
 // DiskFullPct is how full a disk-full fault makes a broker's store file
@@ -23,8 +27,13 @@ const (
 // below 100, where retention would delete messages to make room.
 const DiskFullPct = 96
 
-// FaultKinds lists every kind in schedule order of preference.
+// FaultKinds are the kinds a schedule draws from; a third of the
+// partitions drawn become bridges (a second random source decides, so
+// adding bridges did not change the other faults of a seed).
 var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FNetem, FConsumerRestart, FDiskFull}
+
+// bridges are the two ways to split the hosts for FBridge.
+var bridges = [][2]string{{"master+ns1", "slave+ns2"}, {"master+ns2", "slave+ns1"}}
 
 // Fault is one step of a schedule: at At (from the campaign's start) the
 // fault begins; it is healed Dur later, then the cluster gets Gap of quiet.
@@ -64,6 +73,7 @@ var (
 // the consumer instances a consumer-restart may pick.
 func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
 	rng := rand.New(rand.NewSource(seed))
+	alt := rand.New(rand.NewSource(seed ^ 0x627269646765)) // "bridge"
 	var out []Fault
 	at := 2 * time.Second
 	for at < d {
@@ -82,6 +92,10 @@ func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
 				j++
 			}
 			f.Target, f.Peer = netPeers[i], netPeers[j]
+			if f.Kind == FPartition && alt.Intn(3) == 0 {
+				b := bridges[alt.Intn(len(bridges))]
+				f.Kind, f.Target, f.Peer = FBridge, b[0], b[1]
+			}
 		case FNetem:
 			f.Target = hostTargets[rng.Intn(len(hostTargets))]
 			f.DelayMS = 10 + rng.Intn(200)

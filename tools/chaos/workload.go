@@ -239,11 +239,13 @@ func (w *Workload) mixedOp(rng *rand.Rand, proc string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	switch n := rng.Intn(100); {
-	case n < 30:
+	case n < 20:
 		id := w.nextID("s")
 		inv := w.rec.Record(Event{Process: proc, Type: Invoke, Op: OpSend, Topic: TopicPlain, IDs: []string{id}})
 		res, err := w.tx.Send(ctx, newMessage(TopicPlain, id))
 		w.outcome(inv, res, err)
+	case n < 30:
+		w.asyncOp(ctx, proc)
 	case n < 40:
 		var msgs []*mqclient.Message
 		var ids []string
@@ -269,6 +271,23 @@ func (w *Workload) mixedOp(rng *rand.Rand, proc string) {
 	default:
 		w.txOp(ctx, rng, proc)
 	}
+}
+
+// asyncOp sends one message with SendAsync and waits for its callback
+// (the process stays sequential; the send takes the async path).
+func (w *Workload) asyncOp(ctx context.Context, proc string) {
+	id := w.nextID("a")
+	inv := w.rec.Record(Event{Process: proc, Type: Invoke, Op: OpAsync, Topic: TopicPlain, IDs: []string{id}})
+	done := make(chan struct{})
+	err := w.tx.SendAsync(ctx, newMessage(TopicPlain, id), func(res *mqclient.SendResult, err error) {
+		w.outcome(inv, res, err)
+		close(done)
+	})
+	if err != nil {
+		w.outcome(inv, nil, err)
+		return
+	}
+	<-done
 }
 
 func (w *Workload) timerOp(ctx context.Context, rng *rand.Rand, proc string) {
