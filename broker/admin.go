@@ -20,7 +20,7 @@ func (b *Broker) handleCreateTopic(ctx context.Context, c *remoting.Conn, req *p
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad create-topic header: %v", err)
 	}
-	if !b.opts.IsMaster() {
+	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.SystemError, "the broker[%s] is a slave; create topics on its master", b.addr)
 	}
 	if h.Topic == h.DefaultTopic && h.Topic != "" {

@@ -50,8 +50,11 @@ type Broker struct {
 	nsClient *remoting.Client
 	registry *registry.Registry
 	tx       *transaction.Service
-	haServer *ha.Server
-	haClient *ha.Client
+	haSrv    atomic.Pointer[ha.Server] // a master's; swapped by role changes
+	haCli    atomic.Pointer[ha.Client] // a slave's
+	role     atomic.Pointer[roleState]
+	roleMu   sync.Mutex    // serialises role changes (start, controller mode)
+	slaveEnd chan struct{} // closed to end the slave's metadata loop (under roleMu)
 
 	masterAddr atomic.Value // string: the master's client address (slaves)
 	metaSynced atomic.Int64 // metadata syncs applied (slaves)
@@ -122,6 +125,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if !opts.IsMaster() {
 		b.store.SetReadOnly(true)
 	}
+	b.setRole(opts.BrokerRole, opts.BrokerID)
 	return b, nil
 }
 
@@ -148,6 +152,7 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: %w", err)
 		}
 		o = b.opts // the controller settled the role and id
+		b.setRole(o.BrokerRole, o.BrokerID)
 	}
 
 	if err := b.startDelays(); err != nil {
@@ -195,6 +200,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	if o.IsMaster() {
 		b.tx.Start()
 	}
+	if b.ctl != nil {
+		b.wg.Add(1)
+		go b.controllerLoop(b.ctl)
+	}
 	if err := b.serveMetrics(); err != nil {
 		b.log.Error("metrics listener", "err", err)
 		return fmt.Errorf("broker: metrics: %w", err)
@@ -241,7 +250,7 @@ func (b *Broker) housekeeping() {
 		case <-b.stop:
 			return
 		case <-findMaster.C:
-			if m, _ := b.masterAddr.Load().(string); !b.opts.IsMaster() && m == "" && b.registry != nil {
+			if m, _ := b.masterAddr.Load().(string); !b.isMaster() && m == "" && b.registry != nil {
 				b.registry.Trigger()
 			}
 		case <-flush.C:
@@ -313,12 +322,14 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.polls.Close()
-		if b.haServer != nil {
-			b.haServer.Close()
+		b.roleMu.Lock() // no role change from here on
+		if srv := b.haSrv.Swap(nil); srv != nil {
+			srv.Close()
 		}
-		if b.haClient != nil {
-			b.haClient.Close()
+		if cl := b.haCli.Swap(nil); cl != nil {
+			cl.Close()
 		}
+		b.roleMu.Unlock()
 		if b.tx != nil {
 			if err := b.tx.Stop(); err != nil {
 				errs = append(errs, err)

@@ -116,7 +116,7 @@ func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, c *remoting.Con
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad header: %v", err)
 	}
-	if !b.opts.IsMaster() {
+	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.SlaveNotAvailable, "the broker is a slave; offsets are committed to the master")
 	}
 	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)

@@ -18,18 +18,15 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// Controller mode (enableControllerMode, docs/controller.md), first
-// increment: at start the broker takes an id from the controller group
-// (kept in <storePathRootDir>/config/controllerIdentity.json so a restart
-// keeps it), registers its address, asks for an election when its group
-// has no master, and runs as master or slave as the controller says;
-// while it runs it heartbeats every controller node with its epoch and max
-// offset, serves GET_BROKER_EPOCH_CACHE, and records
-// NOTIFY_BROKER_ROLE_CHANGED. A master appends (master epoch, max offset)
-// to the epoch file when it takes the role. Not built yet: switching
-// roles at runtime (a broker told it changed role logs it and keeps its
-// role until restarted), keeping the SyncStateSet up to date from
-// replication, truncation on rejoin.
+// Controller mode (enableControllerMode, docs/controller.md): at start
+// the broker takes an id from the controller group (kept in
+// <storePathRootDir>/config/controllerIdentity.json so a restart keeps
+// it), registers its address, asks for an election when its group has no
+// master, and runs as master or slave as the controller says. While it
+// runs it heartbeats every controller node with its epoch and max offset,
+// serves GET_BROKER_EPOCH_CACHE, and follows the controller's decisions
+// at runtime (roleswitch.go): NOTIFY_BROKER_ROLE_CHANGED and a poll of
+// CONTROLLER_GET_REPLICA_INFO every brokerHeartbeatInterval.
 
 // controllerIdentity is the id a broker holds in its group.
 type controllerIdentity struct {
@@ -39,13 +36,22 @@ type controllerIdentity struct {
 
 // controllerMode is the broker's side of controller mode.
 type controllerMode struct {
-	cli     *controllerclient.Client
-	rc      *remoting.Client
-	epochs  *epoch.File
-	id      int64
-	mu      sync.Mutex
-	master  protocol.MasterInfo // the last master the controller named
-	running string              // the role the broker runs as: "master" or "slave"
+	cli        *controllerclient.Client
+	rc         *remoting.Client
+	epochs     *epoch.File
+	id         int64
+	masterRole string        // the configured flavour to run as when master (ASYNC_MASTER or SYNC_MASTER)
+	wake       chan struct{} // cap 1: a notification arrived, look again now
+
+	mu          sync.Mutex
+	master      protocol.MasterInfo // the last master the controller named
+	running     string              // the role the broker runs as: "master" or "slave"
+	following   string              // master address a slave replicates from, once truncated against it
+	followEpoch int32               // the master epoch following was settled under
+	syncSet     []int64             // the SyncStateSet the controller committed (master: the ack rule)
+	syncEpoch   int32
+	caughtUp    map[int64]time.Time // master: each replica's last catch-up, across reconnects
+	stopped     bool                // a demotion stopped the delay, timer and transaction services
 }
 
 // ControllerRole reports, in controller mode, the role the broker runs as
@@ -71,7 +77,8 @@ func (b *Broker) joinControllers(ctx context.Context) error {
 		return err
 	}
 	rc := remoting.NewClient(b.clientOptions())
-	cm := &controllerMode{rc: rc, epochs: ep, cli: controllerclient.New(rc, o.ControllerAddrs())}
+	cm := &controllerMode{rc: rc, epochs: ep, cli: controllerclient.New(rc, o.ControllerAddrs()), masterRole: o.BrokerRole,
+		wake: make(chan struct{}, 1)}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.ControllerJoinTimeoutMills)*time.Millisecond)
 	defer cancel()
 	if err := b.settleRole(ctx, cm); err != nil {
@@ -122,10 +129,13 @@ func (b *Broker) settleRole(ctx context.Context, cm *controllerMode) error {
 	}
 	cm.master = master
 	if master.MasterBrokerID == cm.id {
+		if _, set, err := cm.cli.ReplicaInfo(ctx, o.BrokerName); err == nil {
+			cm.setSyncStateSet(set) // else the role loop learns it; SYNC writes wait for it
+		}
 		return b.becomeMaster(cm, master)
 	}
 	cm.running = "slave"
-	o.BrokerRole, o.BrokerID = "SLAVE", cm.id
+	o.BrokerRole, o.BrokerID, o.HAMasterAddress = "SLAVE", cm.id, "" // the controller names the master
 	b.store.SetReadOnly(true)
 	b.log.Info("controller mode: slave", "id", cm.id, "master", master.MasterAddress, "master_epoch", master.MasterEpoch)
 	return nil
@@ -154,10 +164,8 @@ func (b *Broker) applyBrokerID(ctx context.Context, cm *controllerMode) (control
 // becomeMaster runs the broker as its group's master (the configured
 // master flavour, NameServer id 0) and records the epoch.
 func (b *Broker) becomeMaster(cm *controllerMode, m protocol.MasterInfo) error {
-	if cm.epochs.LastEpoch() < m.MasterEpoch {
-		if err := cm.epochs.Append(m.MasterEpoch, b.store.MaxPhyOffset()); err != nil {
-			return fmt.Errorf("epoch file: %w", err)
-		}
+	if err := cm.recordEpoch(m.MasterEpoch, b.store.MaxPhyOffset()); err != nil {
+		return err
 	}
 	cm.running = "master"
 	b.opts.BrokerID = 0
@@ -193,9 +201,8 @@ func (b *Broker) controllerHeartbeats(cm *controllerMode) {
 	}
 }
 
-// handleRoleChanged records the controller's NOTIFY_BROKER_ROLE_CHANGED.
-// Switching roles at runtime is not built yet: a broker told to change
-// role logs it and keeps running as it is.
+// handleRoleChanged takes the controller's NOTIFY_BROKER_ROLE_CHANGED:
+// the role loop (roleswitch.go) acts on it at once.
 func (b *Broker) handleRoleChanged(_ context.Context, _ *remoting.Conn, req *protocol.Command) *protocol.Command {
 	cm := b.ctl
 	if cm == nil {
@@ -205,25 +212,10 @@ func (b *Broker) handleRoleChanged(_ context.Context, _ *remoting.Conn, req *pro
 	if err := h.Decode(req.ExtFields); err != nil {
 		return protocol.NewResponse(req, protocol.ControllerInvalidRequest, err.Error())
 	}
-	cm.mu.Lock()
-	stale := h.MasterEpoch < cm.master.MasterEpoch
-	if !stale {
-		cm.master = h.MasterInfo
-	}
-	running, id := cm.running, cm.id
-	cm.mu.Unlock()
-	if stale {
-		return protocol.NewResponse(req, protocol.Success, "")
-	}
-	assigned := "slave"
-	if h.MasterBrokerID == id {
-		assigned = "master"
-	}
-	if assigned != running {
-		b.log.Warn("controller mode: the controller assigned a new role; switching at runtime is not built yet, restart the broker to take it",
-			"running", running, "assigned", assigned, "master", h.MasterBrokerID, "master_epoch", h.MasterEpoch)
-	} else {
-		b.log.Info("controller mode: master changed", "master", h.MasterBrokerID, "addr", h.MasterAddress, "master_epoch", h.MasterEpoch)
+	b.log.Info("controller mode: role change notified", "master", h.MasterBrokerID, "addr", h.MasterAddress, "master_epoch", h.MasterEpoch)
+	select {
+	case cm.wake <- struct{}{}:
+	default:
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
@@ -281,8 +273,12 @@ func (o *Options) controllerModeProblems() []string {
 			errs = append(errs, fmt.Sprintf("controllerAddr entry %q is not host:port", a))
 		}
 	}
-	if o.ControllerHeartBeatTimeoutMills <= 0 || o.BrokerHeartbeatInterval <= 0 || o.ControllerJoinTimeoutMills <= 0 {
-		errs = append(errs, "controllerHeartBeatTimeoutMills, brokerHeartbeatInterval and controllerJoinTimeoutMills must be positive")
+	if o.ControllerHeartBeatTimeoutMills <= 0 || o.BrokerHeartbeatInterval <= 0 || o.ControllerJoinTimeoutMills <= 0 ||
+		o.HaMaxTimeSlaveNotCatchup <= 0 {
+		errs = append(errs, "controllerHeartBeatTimeoutMills, brokerHeartbeatInterval, controllerJoinTimeoutMills and haMaxTimeSlaveNotCatchup must be positive")
+	}
+	if o.InSyncReplicas < 1 {
+		errs = append(errs, fmt.Sprintf("inSyncReplicas %d must be at least 1 (the master)", o.InSyncReplicas))
 	}
 	return errs
 }

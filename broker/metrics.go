@@ -290,8 +290,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descDelayLateness, l.MaxLateness.Seconds(), lv)
 		}
 	}
-	if b.haServer != nil {
-		for _, s := range b.haServer.Status().Slaves {
+	if srv := b.haServer(); srv != nil {
+		for _, s := range srv.Status().Slaves {
 			gauge(descReplLag, float64(s.LagBytes), s.Addr)
 			gauge(descReplLagTime, s.LagTime.Seconds(), s.Addr)
 		}
@@ -334,7 +334,7 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, c *remoting.Conn, req *p
 	kv := map[string]string{
 		protocol.RuntimeVersionDesc: "V4_9_7", // RocketMQ 4.9.7's answer: what Tide speaks
 		protocol.RuntimeVersion:     strconv.Itoa(int(protocol.Version)),
-		"brokerRole":                b.opts.BrokerRole,
+		"brokerRole":                b.brokerRole(),
 		"bootTimestamp":             strconv.FormatInt(b.metrics.boot.UnixMilli(), 10),
 		"commitLogMaxOffset":        strconv.FormatInt(b.store.MaxPhyOffset(), 10),
 		"commitLogMinOffset":        strconv.FormatInt(b.store.MinPhyOffset(), 10),

@@ -148,6 +148,14 @@ type Options struct {
 	ControllerHeartBeatTimeoutMills int    `conf:"controllerHeartBeatTimeoutMills"`
 	BrokerHeartbeatInterval         int    `conf:"brokerHeartbeatInterval"`
 	ControllerJoinTimeoutMills      int    `conf:"controllerJoinTimeoutMills"`
+	// The SyncStateSet a controller-mode master keeps (RocketMQ 5's keys):
+	// a slave more than HaMaxTimeSlaveNotCatchup ms behind leaves it, one
+	// caught up joins it. A SYNC_MASTER acknowledges a write once every
+	// member has it (AllAckInSyncStateSet) or else once InSyncReplicas
+	// replicas (the master counted) have it.
+	HaMaxTimeSlaveNotCatchup int  `conf:"haMaxTimeSlaveNotCatchup"`
+	InSyncReplicas           int  `conf:"inSyncReplicas"`
+	AllAckInSyncStateSet     bool `conf:"allAckInSyncStateSet"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are
@@ -200,6 +208,8 @@ func DefaultOptions() Options {
 		ControllerHeartBeatTimeoutMills:   10000,
 		BrokerHeartbeatInterval:           1000,
 		ControllerJoinTimeoutMills:        30000,
+		HaMaxTimeSlaveNotCatchup:          15000,
+		InSyncReplicas:                    1,
 	}
 }
 

@@ -66,7 +66,7 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 	}
 	// Commit offset piggyback: stored only by a master, for pulls that may
 	// be suspended (as RocketMQ does).
-	if h.SysFlag.HasCommitOffset() && h.SysFlag.HasSuspend() && b.opts.IsMaster() {
+	if h.SysFlag.HasCommitOffset() && h.SysFlag.HasSuspend() && b.isMaster() {
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	resp, found := b.pullOnce(req, &h, f)
@@ -177,8 +177,8 @@ func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestH
 	res := b.store.GetMessage(h.Topic, h.QueueID, h.QueueOffset, int(h.MaxMsgNums), 0, storeFilterOf(f))
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	rh := protocol.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
-	if !b.opts.IsMaster() && b.opts.SlaveReadEnable {
-		rh.SuggestWhichBrokerID = b.opts.BrokerID // keep reading here
+	if !b.isMaster() && b.opts.SlaveReadEnable {
+		rh.SuggestWhichBrokerID = b.brokerID() // keep reading here
 	}
 	switch res.Status {
 	case store.Found:
@@ -199,7 +199,7 @@ func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestH
 	default:
 		resp.Code = protocol.PullRetryImmediately
 	}
-	if !b.opts.IsMaster() && resp.Code == protocol.PullOffsetMoved {
+	if !b.isMaster() && resp.Code == protocol.PullOffsetMoved {
 		resp.Code = protocol.PullRetryImmediately
 	}
 	if resp.Code == protocol.PullOffsetMoved {

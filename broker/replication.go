@@ -19,45 +19,81 @@ import (
 // or the HA client on a slave. It returns the HA address to register
 // (brokerIP2:haListenPort) for a master.
 func (b *Broker) startReplication() (string, error) {
-	o := b.opts
-	if o.IsMaster() {
-		if o.HAAuthSecret == "" {
-			b.log.Warn("the HA port is unauthenticated: anyone reaching it can copy the commit log; set haAuthSecret on master and slaves",
-				"addr", net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)))
-		}
-		srv, err := ha.NewServer(b.store, ha.ServerOptions{
-			Addr:         net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)),
-			SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
-			Logger:       b.log,
-			TLSConfig:    b.sec.haTLS,
-			Secret:       []byte(o.HAAuthSecret),
-		})
-		if err != nil {
-			return "", err
-		}
-		if err := srv.Start(); err != nil {
-			return "", err
-		}
-		b.haServer = srv
-		_, port, _ := net.SplitHostPort(srv.Addr())
-		host := o.BrokerIP2
-		if host == "" {
-			host = o.BrokerIP1
-		}
-		return net.JoinHostPort(host, port), nil
+	b.roleMu.Lock()
+	defer b.roleMu.Unlock()
+	if b.opts.IsMaster() {
+		return b.startHAServer()
 	}
-	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: o.HAMasterAddress, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log,
-		TLSConfig: b.sec.clientTLS, Secret: []byte(o.HAAuthSecret)})
+	return "", b.startHAClient(b.opts.HAMasterAddress)
+}
+
+// startHAServer starts replication as a master and returns the HA address
+// to register. Called with roleMu held.
+func (b *Broker) startHAServer() (string, error) {
+	o := b.opts
+	if o.HAAuthSecret == "" {
+		b.log.Warn("the HA port is unauthenticated: anyone reaching it can copy the commit log; set haAuthSecret on master and slaves",
+			"addr", net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)))
+	}
+	srv, err := ha.NewServer(b.store, ha.ServerOptions{
+		Addr:         net.JoinHostPort(o.HAHost(), strconv.Itoa(o.HAListenPort)),
+		SlaveTimeout: time.Duration(o.SyncFlushTimeoutSlave()) * time.Millisecond,
+		Logger:       b.log,
+		TLSConfig:    b.sec.haTLS,
+		Secret:       []byte(o.HAAuthSecret),
+		// controller mode: slaves name their controller id (SyncStateSet)
+		ExpectBrokerID: b.ctl != nil,
+	})
 	if err != nil {
 		return "", err
 	}
-	if err := cl.Start(); err != nil {
+	if err := srv.Start(); err != nil {
 		return "", err
 	}
-	b.haClient = cl
+	b.haSrv.Store(srv)
+	_, port, _ := net.SplitHostPort(srv.Addr())
+	host := o.BrokerIP2
+	if host == "" {
+		host = o.BrokerIP1
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// startHAClient starts replication as a slave of masterAddr (empty: the
+// one the NameServers name, or in controller mode the one the controller
+// names once the store agrees with it) and the metadata sync. Called with
+// roleMu held.
+func (b *Broker) startHAClient(masterAddr string) error {
+	o := b.opts
+	var id int64
+	if b.ctl != nil {
+		id = b.ctl.id
+	}
+	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: masterAddr, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log,
+		TLSConfig: b.sec.clientTLS, Secret: []byte(o.HAAuthSecret), BrokerID: id})
+	if err != nil {
+		return err
+	}
+	if err := cl.Start(); err != nil {
+		return err
+	}
+	b.haCli.Store(cl)
+	b.slaveEnd = make(chan struct{})
 	b.wg.Add(1)
-	go b.syncMetadataLoop()
-	return "", nil
+	go b.syncMetadataLoop(b.slaveEnd)
+	return nil
+}
+
+// stopHAClient ends a slave's replication and metadata sync. Called with
+// roleMu held.
+func (b *Broker) stopHAClient() {
+	if cl := b.haCli.Swap(nil); cl != nil {
+		cl.Close()
+	}
+	if b.slaveEnd != nil {
+		close(b.slaveEnd)
+		b.slaveEnd = nil
+	}
 }
 
 // SyncFlushTimeoutSlave is how long a SYNC_MASTER waits for its slave's
@@ -72,15 +108,18 @@ func (o *Options) SyncFlushTimeoutSlave() int {
 // onRegistered learns the master's addresses from the NameServers' answer
 // (a slave without haMasterAddress follows the master they report).
 func (b *Broker) onRegistered(r registry.Result) {
-	if b.opts.IsMaster() {
+	if b.isMaster() {
 		return
+	}
+	if b.ctl != nil && !b.ctl.mayFollow(r.MasterAddr) {
+		return // not (yet) the master the controller named, or not truncated against it yet
 	}
 	if prev, _ := b.masterAddr.Swap(r.MasterAddr).(string); prev != r.MasterAddr && r.MasterAddr != "" {
 		b.SyncMetadataNow() // a new master: copy its topics and offsets now, not at the next tick
 	}
-	if b.haClient != nil && b.opts.HAMasterAddress == "" && r.HAServerAddr != "" && b.haClient.MasterAddress() != r.HAServerAddr {
+	if cl := b.haClient(); cl != nil && b.opts.HAMasterAddress == "" && r.HAServerAddr != "" && cl.MasterAddress() != r.HAServerAddr {
 		b.log.Info("following master", "master", r.MasterAddr, "ha", r.HAServerAddr)
-		b.haClient.SetMasterAddress(r.HAServerAddr)
+		cl.SetMasterAddress(r.HAServerAddr)
 	}
 }
 
@@ -88,14 +127,28 @@ func (b *Broker) onRegistered(r registry.Result) {
 // SUCCESS, or FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE (the message is
 // stored either way, as with RocketMQ).
 func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
-	if b.haServer == nil {
+	srv := b.haServer()
+	if srv == nil {
+		if b.ctl != nil {
+			return protocol.SlaveNotAvailable // demoted while the write was in flight
+		}
 		return protocol.Success
 	}
-	if b.opts.BrokerRole != "SYNC_MASTER" {
-		b.haServer.Notify()
+	if b.brokerRole() != "SYNC_MASTER" {
+		srv.Notify()
 		return protocol.Success
 	}
-	switch err := b.haServer.WaitSlaveAck(ctx, end); {
+	var err error
+	if b.ctl != nil {
+		ids, need := b.ctl.ackRule(&b.opts)
+		if need > len(ids) {
+			return protocol.SlaveNotAvailable // the SyncStateSet is too small for inSyncReplicas
+		}
+		err = srv.WaitAcks(ctx, end, ids, need)
+	} else {
+		err = srv.WaitSlaveAck(ctx, end)
+	}
+	switch {
 	case err == nil:
 		return protocol.Success
 	case errors.Is(err, ha.ErrSlaveNotAvailable):
@@ -121,14 +174,20 @@ func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *prot
 // syncMetadataLoop copies topics, offsets, groups and delay progress from
 // the master every 10 s, so the slave can serve consumers and hold the
 // state a promotion needs.
-func (b *Broker) syncMetadataLoop() {
+func (b *Broker) syncMetadataLoop(end <-chan struct{}) {
 	defer b.wg.Done()
-	t := time.NewTicker(ha.DefaultMetadataSyncInterval)
+	every := ha.DefaultMetadataSyncInterval
+	if b.ctl != nil {
+		every = controllerModeMetadataSync
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		b.syncMetadata()
 		select {
 		case <-b.stop:
+			return
+		case <-end:
 			return
 		case <-t.C:
 		case <-b.syncNow:
@@ -174,14 +233,14 @@ func (b *Broker) syncMetadata() {
 
 // handleHAStatus serves TideHAStatus: the replication state as JSON.
 func (b *Broker) handleHAStatus(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	st := protocol.HAStatus{BrokerName: b.opts.BrokerName, BrokerID: b.opts.BrokerID, Role: b.opts.BrokerRole,
+	st := protocol.HAStatus{BrokerName: b.opts.BrokerName, BrokerID: b.brokerID(), Role: b.brokerRole(),
 		MaxPhyOffset: b.store.MaxPhyOffset()}
-	if b.haServer != nil {
-		ss := b.haServer.Status()
+	if srv := b.haServer(); srv != nil {
+		ss := srv.Status()
 		st.Server = &ss
 	}
-	if b.haClient != nil {
-		cs := b.haClient.Status()
+	if cl := b.haClient(); cl != nil {
+		cs := cl.Status()
 		st.Client = &cs
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")

@@ -27,7 +27,7 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad send header: %v", err)
 	}
-	if !b.opts.IsMaster() {
+	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.ServiceNotAvailable, "the broker[%s] is a slave and cannot accept messages", b.addr)
 	}
 	if b.opts.BrokerPermission&protocol.PermWrite == 0 {
@@ -184,7 +184,7 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	// Only a SYNC_FLUSH store or a SYNC_MASTER waits after the append;
 	// the others need no deadline (and save a context and a timer per send).
 	pctx := context.Background()
-	if b.opts.Store.FlushDiskType == store.SyncFlush || b.opts.BrokerRole == "SYNC_MASTER" {
+	if b.opts.Store.FlushDiskType == store.SyncFlush || b.brokerRole() == "SYNC_MASTER" {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(pctx, time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)
 		defer cancel()

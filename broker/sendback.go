@@ -23,7 +23,7 @@ func (b *Broker) handleSendBack(ctx context.Context, c *remoting.Conn, req *prot
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad send-back header: %v", err)
 	}
-	if !b.opts.IsMaster() {
+	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.ServiceNotAvailable, "the broker[%s] is a slave and cannot accept messages", b.addr)
 	}
 	group, ok := b.groups.GetOrCreate(h.Group, b.opts.AutoCreateSubscriptionGroup)

@@ -78,7 +78,7 @@ func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad end-transaction header: %v", err)
 	}
-	if !b.opts.IsMaster() {
+	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.SlaveNotAvailable, "the broker[%s] is a slave; end transactions on the master", b.addr)
 	}
 	var d transaction.Decision

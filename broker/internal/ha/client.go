@@ -49,6 +49,10 @@ type ClientOptions struct {
 	// Secret, if set, answers the master's challenge (the master's
 	// ServerOptions.Secret must be the same; auth.go).
 	Secret []byte
+	// BrokerID, if positive, is sent in a hello before the first report:
+	// the slave's controller id (controller mode; the master must set
+	// ServerOptions.ExpectBrokerID).
+	BrokerID int64
 }
 
 func (o *ClientOptions) setDefaults() {
@@ -316,6 +320,11 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 			return false, err
 		}
 	}
+	if c.opts.BrokerID > 0 {
+		if err := c.writeFrame(nc, appendHello(nil, c.opts.BrokerID)); err != nil {
+			return false, err
+		}
+	}
 	start := c.st.MaxPhyOffset()
 	if err := c.report(nc, start); err != nil {
 		return false, err
@@ -414,14 +423,19 @@ func (c *Client) heartbeat(nc net.Conn, done <-chan struct{}) {
 
 func (c *Client) report(nc net.Conn, off int64) error {
 	var b [reportSize]byte
+	if err := c.writeFrame(nc, appendReport(b[:0], off)); err != nil {
+		return err
+	}
+	c.lastReport.Store(time.Now().UnixNano())
+	return nil
+}
+
+func (c *Client) writeFrame(nc net.Conn, frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
 		return err
 	}
-	if _, err := nc.Write(appendReport(b[:0], off)); err != nil {
-		return err
-	}
-	c.lastReport.Store(time.Now().UnixNano())
-	return nil
+	_, err := nc.Write(frame)
+	return err
 }

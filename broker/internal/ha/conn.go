@@ -19,12 +19,19 @@ type slaveConn struct {
 	nc    net.Conn
 	addr  string
 	since time.Time
+	id    int64 // controller id from the hello (ExpectBrokerID), set before ready
 
 	ready    atomic.Bool  // the first report was accepted
 	acked    atomic.Int64 // the slave's last reported offset
 	lastAck  atomic.Int64 // unix ns of the last report
 	caughtUp atomic.Int64 // unix ns of the last ack that reached the master's end
-	sent     atomic.Int64 // end of what was handed to the socket
+	// reached: unix ns of the last report that covered everything the
+	// master had at the previous report (0 until one did on this
+	// connection). Unlike caughtUp it also holds under a steady write
+	// load, where acks never equal the moving end (Replicas).
+	reached    atomic.Int64
+	prevMaxEnd int64        // the master's end at the previous report (reader goroutine)
+	sent       atomic.Int64 // end of what was handed to the socket
 
 	start     chan int64    // the handshake's streaming start, to the writer
 	wake      chan struct{} // cap 1: new data may be there
@@ -57,6 +64,20 @@ func (c *slaveConn) close() {
 func (c *slaveConn) readLoop() error {
 	s := c.srv
 	var b [reportSize]byte
+	if s.opts.ExpectBrokerID {
+		var h [helloSize]byte
+		if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(c.nc, h[:]); err != nil {
+			return err
+		}
+		id, err := decodeHello(h[:])
+		if err != nil {
+			return err
+		}
+		c.id = id
+	}
 	for first := true; ; first = false {
 		if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)); err != nil {
 			return err
@@ -78,6 +99,10 @@ func (c *slaveConn) readLoop() error {
 			c.sent.Store(start)
 			c.lastAck.Store(now)
 			c.caughtUp.Store(now)
+			c.prevMaxEnd = s.st.MaxPhyOffset()
+			if off >= c.prevMaxEnd {
+				c.reached.Store(now)
+			}
 			c.ready.Store(true)
 			s.onReady(off)
 			c.start <- start
@@ -90,10 +115,16 @@ func (c *slaveConn) readLoop() error {
 		}
 		c.acked.Store(off)
 		c.lastAck.Store(now)
-		if off >= s.st.MaxPhyOffset() {
+		end := s.st.MaxPhyOffset()
+		if off >= end {
 			c.caughtUp.Store(now)
 		}
+		if off >= c.prevMaxEnd {
+			c.reached.Store(now)
+		}
+		c.prevMaxEnd = end
 		s.acks.ack(off)
+		s.wakeAckWaiters()
 	}
 }
 

@@ -24,7 +24,19 @@ import (
 //	| start offset  | size  | raw commit log ... |
 //	+---------------+-------+--------------------+
 //	  int64 BE        int32 BE (0 = heartbeat, no body)
+//
+// Slave -> master, once after authentication and before the first report,
+// only when both run in controller mode (ClientOptions.BrokerID,
+// ServerOptions.ExpectBrokerID): the hello naming the slave's controller
+// id, which the master needs to keep the SyncStateSet:
+//
+//	 0       4               12
+//	+-------+---------------+
+//	| magic | broker id     |   magic "TDH1" (0x54444831), id int64 BE > 0
+//	+-------+---------------+
 const (
+	helloMagic = 0x54444831
+	helloSize  = 12
 	reportSize = 8
 	headerSize = 12
 	// maxFrameBody bounds one transfer body: the master never sends more
@@ -32,6 +44,23 @@ const (
 	// It is far above maxMessageSize (4 MiB), so whole records fit.
 	maxFrameBody = 64 << 20
 )
+
+func appendHello(b []byte, id int64) []byte {
+	b = binary.BigEndian.AppendUint32(b, helloMagic)
+	return binary.BigEndian.AppendUint64(b, uint64(id))
+}
+
+// decodeHello parses the hello; the id must be positive.
+func decodeHello(b []byte) (int64, error) {
+	if len(b) < helloSize || binary.BigEndian.Uint32(b) != helloMagic {
+		return 0, fmt.Errorf("%w: no controller-mode hello (is the slave in controller mode too?)", ErrProtocol)
+	}
+	id := int64(binary.BigEndian.Uint64(b[4:]))
+	if id <= 0 {
+		return 0, fmt.Errorf("%w: hello with broker id %d", ErrProtocol, id)
+	}
+	return id, nil
+}
 
 func appendReport(b []byte, off int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(off))

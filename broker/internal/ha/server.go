@@ -54,6 +54,9 @@ type ServerOptions struct {
 	// prove it knows it before anything is streamed (auth.go); a peer
 	// that does not is closed having received only the challenge.
 	Secret []byte
+	// ExpectBrokerID makes every slave send the controller-mode hello
+	// (its controller id) first; a slave that does not is closed.
+	ExpectBrokerID bool
 }
 
 // Defaults.
@@ -138,6 +141,9 @@ type Server struct {
 	snapshot atomic.Pointer[[]*slaveConn] // conns, for lock-free Notify
 	ready    atomic.Int32                 // conns past the handshake
 
+	ackMu   sync.Mutex
+	ackWake chan struct{} // closed and replaced on every ack (WaitAcks)
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -154,7 +160,7 @@ func NewServer(st *store.Store, opts ServerOptions) (*Server, error) {
 	}
 	opts.setDefaults()
 	s := &Server{opts: opts, st: st, log: opts.Logger.With("component", "ha-master"),
-		conns: map[*slaveConn]struct{}{}, stop: make(chan struct{})}
+		conns: map[*slaveConn]struct{}{}, stop: make(chan struct{}), ackWake: make(chan struct{})}
 	s.snapshot.Store(&[]*slaveConn{})
 	return s, nil
 }
@@ -287,7 +293,7 @@ func (s *Server) Status() ServerStatus {
 	now := time.Now()
 	st := ServerStatus{Addr: s.Addr(), MaxOffset: s.st.MaxPhyOffset(), Acked: s.acks.acked()}
 	for _, c := range *s.snapshot.Load() {
-		ss := SlaveStatus{Addr: c.addr, ConnectedSince: c.since, Ready: c.ready.Load(), SentOffset: c.sent.Load()}
+		ss := SlaveStatus{Addr: c.addr, BrokerID: c.id, ConnectedSince: c.since, Ready: c.ready.Load(), SentOffset: c.sent.Load()}
 		if ss.Ready {
 			ss.AckedOffset = c.acked.Load()
 			ss.LastAck = time.Unix(0, c.lastAck.Load())

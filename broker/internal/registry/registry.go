@@ -58,6 +58,7 @@ type Options struct {
 // Methods are safe for concurrent use.
 type Registry struct {
 	opts    Options
+	bmu     sync.Mutex    // guards opts.Broker's BrokerID and HAServerAddr (SetRole)
 	round   chan struct{} // one registration round at a time
 	trigger chan struct{}
 	stop    chan struct{}
@@ -133,7 +134,7 @@ func (r *Registry) RegisterAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("registry: encode body: %w", err)
 	}
-	b := r.opts.Broker
+	b := r.broker()
 	hdr := protocol.RegisterBrokerRequestHeader{
 		BrokerName: b.BrokerName, BrokerAddr: b.BrokerAddr, ClusterName: b.ClusterName,
 		HAServerAddr: b.HAServerAddr, BrokerID: b.BrokerID, Compressed: r.opts.Compressed, BodyCRC32: protocol.BodyCRC(data),
@@ -181,7 +182,7 @@ func (r *Registry) Stop(ctx context.Context) error {
 	case <-r.done:
 	case <-ctx.Done():
 	}
-	b := r.opts.Broker
+	b := r.broker()
 	hdr := protocol.UnregisterBrokerRequestHeader{BrokerName: b.BrokerName, BrokerAddr: b.BrokerAddr, ClusterName: b.ClusterName, BrokerID: b.BrokerID}
 	var errs []error
 	for _, ns := range r.opts.NameServers {
@@ -196,4 +197,20 @@ func (r *Registry) Stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetRole changes the broker id and HA address sent from the next round
+// on (a broker switched between master and slave in controller mode).
+// The NameServers replace the entry of the same address under another
+// id, so no unregistration is needed.
+func (r *Registry) SetRole(id int64, haServerAddr string) {
+	r.bmu.Lock()
+	defer r.bmu.Unlock()
+	r.opts.Broker.BrokerID, r.opts.Broker.HAServerAddr = id, haServerAddr
+}
+
+func (r *Registry) broker() Broker {
+	r.bmu.Lock()
+	defer r.bmu.Unlock()
+	return r.opts.Broker
 }

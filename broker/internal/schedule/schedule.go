@@ -237,6 +237,21 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
+// Reload reads the persisted progress again (a slave's copy of its
+// master's, refreshed by the metadata sync) so that a replica promoted to
+// master resumes where the old master was. It only has an effect before
+// Start.
+func (s *Service) Reload() error {
+	var f offsetFile
+	if _, err := jsonfile.Load(s.opts.OffsetPath, &f); err != nil {
+		return fmt.Errorf("schedule: load progress: %w", err)
+	}
+	for _, l := range s.levels {
+		l.offset.Store(max(0, f.OffsetTable[strconv.Itoa(l.n)]))
+	}
+	return nil
+}
+
 // Start launches one goroutine per level and the periodic persister.
 // Offsets are first clamped into the queues' current [min, max] range
 // (retention may have removed the start; an ASYNC_FLUSH crash may have

@@ -36,7 +36,9 @@ func (s *Store) dispatchLoop() {
 		case <-s.dwake:
 		case <-t.C:
 		}
+		s.runMu.Lock()
 		s.dispatchAvailable()
+		s.runMu.Unlock()
 	}
 }
 

@@ -184,7 +184,10 @@ func (s *Store) flushLogicsLoop() {
 		if thorough {
 			lastThorough = time.Now()
 		}
-		if err := s.flushLogics(thorough); err != nil {
+		s.runMu.Lock()
+		err := s.flushLogics(thorough)
+		s.runMu.Unlock()
+		if err != nil {
 			s.log.Error("flush consume queues", "err", err)
 		}
 	}

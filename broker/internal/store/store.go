@@ -119,7 +119,11 @@ type Store struct {
 	dispatched atomic.Int64
 	dmu        sync.Mutex
 	ddone      chan struct{}
-	dwake      chan struct{}
+	// runMu is held by the dispatcher while it dispatches and by the
+	// flush goroutine while it flushes queues and moves the checkpoint;
+	// Truncate takes it to stop both.
+	runMu sync.Mutex
+	dwake chan struct{}
 
 	indexTS  atomic.Int64 // store time of the last checkpointed index flush
 	messages atomic.Int64

@@ -260,13 +260,14 @@ type HAServerStatus struct {
 
 // HASlaveStatus is one slave connection as its master sees it.
 type HASlaveStatus struct {
-	Addr           string    `json:"addr"`           // the slave's remote address
-	ConnectedSince time.Time `json:"connectedSince"` // when its connection was accepted
-	Ready          bool      `json:"ready"`          // it reported its offset and is being streamed
-	AckedOffset    int64     `json:"ackedOffset"`    // end of what it confirmed to have
-	SentOffset     int64     `json:"sentOffset"`     // end of what was sent to it
-	LastAck        time.Time `json:"lastAck"`        // its last report
-	LagBytes       int64     `json:"lagBytes"`       // master max offset - acked
+	Addr           string    `json:"addr"`               // the slave's remote address
+	BrokerID       int64     `json:"brokerId,omitempty"` // its controller id (controller mode), 0 otherwise
+	ConnectedSince time.Time `json:"connectedSince"`     // when its connection was accepted
+	Ready          bool      `json:"ready"`              // it reported its offset and is being streamed
+	AckedOffset    int64     `json:"ackedOffset"`        // end of what it confirmed to have
+	SentOffset     int64     `json:"sentOffset"`         // end of what was sent to it
+	LastAck        time.Time `json:"lastAck"`            // its last report
+	LagBytes       int64     `json:"lagBytes"`           // master max offset - acked
 	// LagTime is how long the oldest message it lacks has been stored on
 	// the master (0 when caught up).
 	LagTime time.Duration `json:"lagTimeNs"`

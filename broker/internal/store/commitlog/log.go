@@ -664,3 +664,39 @@ func (l *Log) Close() { l.q.Close() }
 // RemoveFront deletes up to n of the oldest segments (never the current
 // one). Readers in flight keep valid mappings until they finish.
 func (l *Log) RemoveFront(n int) int { return l.q.RemoveFront(n) }
+
+// Truncate cuts the log back to end, a record boundary at or below
+// MaxOffset (a replica dropping a tail the new master never had, RocketMQ
+// 5's truncateInvalidMsg/truncateDirtyFiles): staged runs are written,
+// the rest of end's segment is zeroed and flushed, later segments are
+// deleted. Appends wait for it. Readers of the removed range get errors
+// or zeros; the caller (store.Truncate) keeps its indexes consistent.
+func (l *Log) Truncate(end int64) error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := l.writeStageLocked(); err != nil {
+		return err
+	}
+	l.st.f = nil
+	if end >= l.q.MaxOffset() {
+		return nil
+	}
+	if end < l.q.MinOffset() {
+		return fmt.Errorf("%w: truncate to %d below the first retained offset %d", ErrOffsetRemoved, end, l.q.MinOffset())
+	}
+	l.zeroTail(end, l.opts.FileSize)
+	l.q.Truncate(end)
+	if f := l.q.Find(end); f != nil {
+		f.SetWrotePosition(end - f.Base())
+		f.SetFlushedPosition(end - f.Base())
+		f.Release()
+	}
+	l.flushed.Store(end)
+	return nil
+}

@@ -314,3 +314,21 @@ func isZero(b []byte) bool {
 	}
 	return true
 }
+
+// Truncate drops every trailing unit pointing at or past clEnd (the commit
+// log was cut back to clEnd), across files, and returns how many it
+// dropped. The dispatcher must not run Put concurrently (store.Truncate
+// pauses it); readers may.
+func (c *Queue) Truncate(clEnd int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var dropped int64
+	for {
+		n := c.q.Len()
+		d := c.Recover(clEnd)
+		dropped += d
+		if d == 0 || c.q.Len() == n {
+			return dropped
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package broker
+
+import "github.com/tidemq/tide/broker/internal/ha"
+
+// roleState is the broker's current role: brokerRole and the id it
+// registers with the NameServers. Without controller mode it is the
+// configured one for the process's life; in controller mode the
+// controller changes it at runtime (controllermode.go), so every request
+// path reads it through b.role, never from b.opts.
+type roleState struct {
+	role string // ASYNC_MASTER, SYNC_MASTER or SLAVE
+	id   int64  // NameServer broker id: 0 for a master
+}
+
+func (b *Broker) setRole(role string, id int64) { b.role.Store(&roleState{role: role, id: id}) }
+
+// isMaster reports whether the broker takes writes now.
+func (b *Broker) isMaster() bool { return b.role.Load().role != "SLAVE" }
+
+// brokerRole returns the current brokerRole.
+func (b *Broker) brokerRole() string { return b.role.Load().role }
+
+// brokerID returns the current NameServer broker id.
+func (b *Broker) brokerID() int64 { return b.role.Load().id }
+
+// haServer returns the HA server (a master), or nil.
+func (b *Broker) haServer() *ha.Server { return b.haSrv.Load() }
+
+// haClient returns the HA client (a slave), or nil.
+func (b *Broker) haClient() *ha.Client { return b.haCli.Load() }

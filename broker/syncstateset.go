@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// The SyncStateSet a controller-mode master keeps (RocketMQ 5's
+// AutoSwitchHAService): every brokerHeartbeatInterval the master compares
+// its replicas' replication with the set the controller holds and, when
+// they differ, proposes the new set with CONTROLLER_ALTER_SYNC_STATE_SET
+// (fenced by its master epoch and the set's epoch). A replica is in sync
+// while it caught up (its report covered everything the master had at its
+// previous report) within haMaxTimeSlaveNotCatchup ms, counted across
+// reconnects, and has reached the start of the master's epoch. The ack
+// rule of SYNC_MASTER uses the set the controller committed, never a
+// proposal: a shrink takes effect for acknowledgements only once the
+// controller accepted it, so every acknowledged write is on every replica
+// the controller may elect.
+
+// ackRule returns the replicas a SYNC_MASTER write waits for (the
+// SyncStateSet without the master) and how many of them must have it.
+func (cm *controllerMode) ackRule(o *Options) (ids []int64, need int) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.syncSet == nil {
+		return nil, 1 // not learnt yet: acknowledge nothing rather than too early
+	}
+	for _, id := range cm.syncSet {
+		if id != cm.id {
+			ids = append(ids, id)
+		}
+	}
+	if o.AllAckInSyncStateSet {
+		return ids, len(ids)
+	}
+	return ids, o.InSyncReplicas - 1
+}
+
+// setSyncStateSet records the set the controller holds (from its answers).
+func (cm *controllerMode) setSyncStateSet(s *protocol.SyncStateSet) {
+	if s == nil {
+		return
+	}
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if s.SyncStateSetEpoch >= cm.syncEpoch {
+		cm.syncSet, cm.syncEpoch = slices.Clone(s.SyncStateSet), s.SyncStateSetEpoch
+	}
+}
+
+// maintainSyncStateSet proposes a new SyncStateSet when replication says
+// it changed. Master only; called by the role loop.
+func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
+	srv := b.haServer()
+	if srv == nil {
+		return
+	}
+	now := time.Now()
+	grace := time.Duration(b.opts.HaMaxTimeSlaveNotCatchup) * time.Millisecond
+	epochStart := int64(0)
+	if last, ok := cm.epochs.Last(); ok {
+		epochStart = last.StartOffset
+	}
+	cm.mu.Lock()
+	if cm.running != "master" {
+		cm.mu.Unlock()
+		return
+	}
+	if cm.caughtUp == nil {
+		cm.caughtUp = map[int64]time.Time{}
+	}
+	for _, r := range srv.Replicas() {
+		if r.Acked >= epochStart && r.CaughtUp.After(cm.caughtUp[r.BrokerID]) {
+			cm.caughtUp[r.BrokerID] = r.CaughtUp
+		}
+	}
+	for _, id := range cm.syncSet {
+		if _, ok := cm.caughtUp[id]; !ok && id != cm.id {
+			cm.caughtUp[id] = now // a member this master never heard of yet: one grace period from now
+		}
+	}
+	want := []int64{cm.id}
+	for id, t := range cm.caughtUp {
+		if id != cm.id && now.Sub(t) <= grace {
+			want = append(want, id)
+		}
+	}
+	slices.Sort(want)
+	cur := slices.Sorted(slices.Values(cm.syncSet))
+	set := &protocol.SyncStateSet{SyncStateSet: want, SyncStateSetEpoch: cm.syncEpoch}
+	master := cm.master
+	cm.mu.Unlock()
+	if slices.Equal(want, cur) {
+		return
+	}
+	got, err := cm.cli.AlterSyncStateSet(ctx, b.opts.BrokerName, cm.id, master.MasterEpoch, set)
+	if err != nil {
+		b.log.Warn("controller mode: SyncStateSet change refused", "from", cur, "to", want, "err", err)
+		return
+	}
+	cm.setSyncStateSet(got)
+	b.log.Info("controller mode: SyncStateSet changed", "from", cur, "to", got.SyncStateSet, "sync_state_set_epoch", got.SyncStateSetEpoch)
+}

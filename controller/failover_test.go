@@ -1,0 +1,200 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/controllerclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+func haStatus(t *testing.T, cl *remoting.Client, addr string) *protocol.HAStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, addr, protocol.NewRequest(protocol.TideHAStatus, nil, nil))
+	if err != nil || resp.Err() != nil {
+		t.Fatalf("HA status of %s: %v %v", addr, err, resp)
+	}
+	st, err := protocol.DecodeHAStatus(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func syncStateSet(ctx context.Context, cli *controllerclient.Client, group string) (protocol.MasterInfo, []int64) {
+	h, set, err := cli.ReplicaInfo(ctx, group)
+	if err != nil || set == nil {
+		return protocol.MasterInfo{MasterBrokerID: protocol.NoBrokerID}, nil
+	}
+	return h.MasterInfo, slices.Sorted(slices.Values(set.SyncStateSet))
+}
+
+// TestControllerModeFailover: a SYNC_MASTER with allAckInSyncStateSet and
+// its slave in controller mode. The master keeps the SyncStateSet over HA
+// (the slave joins once caught up); when the master stops, the controller
+// elects the slave, which switches to master while running (epoch file,
+// NameServer id 0, writes) and has every acknowledged message; the old
+// master returns as its slave and catches up. Then a divergent tail: the
+// slave stops, the master stores writes it cannot acknowledge
+// (FLUSH_SLAVE_TIMEOUT) and stops before the SyncStateSet shrinks; the
+// slave comes back and is elected; the old master returns, truncates the
+// unacknowledged tail to the new master's epoch start and replicates.
+func TestControllerModeFailover(t *testing.T) {
+	ctl := startController(t)
+	ns := nameservertest.Start(t)
+	rootA, rootB := t.TempDir(), t.TempDir()
+	opts := func(root string) func(*broker.Options) {
+		return func(o *broker.Options) {
+			o.EnableControllerMode, o.ControllerAddr = true, ctl
+			o.BrokerName, o.BrokerRole = "fo", "SYNC_MASTER"
+			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
+			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 6000, 500
+			o.Store.StorePathRootDir = root
+		}
+	}
+	rc := remoting.NewClient(remoting.ClientOptions{})
+	defer rc.Close()
+	cli := controllerclient.New(rc, []string{ctl})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stop := func(b *broker.Broker) {
+		t.Helper()
+		if err := b.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sendAll := func(addr string, n int) {
+		t.Helper()
+		for i := range n {
+			resp, err := sendRaw(rc, addr, "fo-topic")
+			if err != nil || resp.Code != protocol.Success {
+				t.Fatalf("send %d to %s: %v %v", i, addr, err, resp)
+			}
+		}
+	}
+
+	a := brokertest.Start(t, ns, opts(rootA))
+	b := brokertest.Start(t, ns, opts(rootB))
+	waitUntil(t, 20*time.Second, "B in the SyncStateSet", func() bool {
+		_, set := syncStateSet(ctx, cli, "fo")
+		return slices.Equal(set, []int64{1, 2})
+	})
+	sendAll(a.Addr(), 50)
+	acked := haStatus(t, rc, a.Addr()).MaxPhyOffset
+
+	// 1. the master stops: B is promoted while running
+	killed := time.Now()
+	stop(a)
+	waitUntil(t, 20*time.Second, "B promoted", func() bool {
+		running, _, _, _ := b.ControllerRole()
+		return running == "master"
+	})
+	t.Logf("new master %v after the old one stopped", time.Since(killed).Round(time.Millisecond))
+	if st := haStatus(t, rc, b.Addr()); st.MaxPhyOffset < acked || st.BrokerID != 0 || st.Role != "SYNC_MASTER" {
+		t.Fatalf("B after promotion: %+v, acknowledged up to %d", st, acked)
+	}
+	if c := epochCache(t, rc, b.Addr()); len(c.EpochList) != 2 || c.EpochList[1].Epoch != 2 || c.EpochList[1].StartOffset != acked {
+		t.Fatalf("B's epochs: %+v (acknowledged up to %d)", c, acked)
+	}
+	sendAll(b.Addr(), 20) // the SyncStateSet is B alone now
+	waitUntil(t, 10*time.Second, "the NameServer routes to B as master", func() bool {
+		route, err := routeOf(rc, ns, "fo-topic")
+		return err == nil && len(route.BrokerDatas) == 1 && route.BrokerDatas[0].BrokerAddrs[protocol.MasterID] == b.Addr()
+	})
+
+	// 2. A returns as B's slave, catches up and rejoins the set
+	a = brokertest.Start(t, ns, opts(rootA))
+	if running, _, _, _ := a.ControllerRole(); running != "slave" {
+		t.Fatalf("A restarted as %s", running)
+	}
+	waitUntil(t, 20*time.Second, "A back in the SyncStateSet", func() bool {
+		_, set := syncStateSet(ctx, cli, "fo")
+		return slices.Equal(set, []int64{1, 2})
+	})
+	sendAll(b.Addr(), 20)
+
+	// 3. a divergent tail on B: its slave A stops, B stores what it cannot
+	// acknowledge, and stops too before the set shrinks
+	stop(a)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := sendRaw(rc, b.Addr(), "fo-topic")
+			if err == nil && resp.Code == protocol.Success {
+				t.Errorf("B acknowledged a write its in-sync slave A does not have")
+			}
+		}()
+	}
+	wg.Wait()
+	if _, set := syncStateSet(ctx, cli, "fo"); !slices.Equal(set, []int64{1, 2}) {
+		t.Fatalf("the SyncStateSet shrank too early for this test: %v", set)
+	}
+	bEnd := haStatus(t, rc, b.Addr()).MaxPhyOffset
+	stop(b)
+	a = brokertest.Start(t, ns, opts(rootA)) // elected: in the set, and alive
+	waitUntil(t, 20*time.Second, "A master again", func() bool {
+		running, _, _, _ := a.ControllerRole()
+		return running == "master"
+	})
+	aStart := haStatus(t, rc, a.Addr()).MaxPhyOffset
+	if aStart >= bEnd {
+		t.Fatalf("A has %d, B had %d: no divergent tail to test", aStart, bEnd)
+	}
+	sendAll(a.Addr(), 10)
+	b = brokertest.Start(t, ns, opts(rootB))
+	waitUntil(t, 20*time.Second, "B truncated and caught up", func() bool {
+		return haStatus(t, rc, b.Addr()).MaxPhyOffset == haStatus(t, rc, a.Addr()).MaxPhyOffset
+	})
+	ca, cb := epochCache(t, rc, a.Addr()), epochCache(t, rc, b.Addr())
+	if fmt.Sprint(ca.EpochList) != fmt.Sprint(cb.EpochList) {
+		t.Fatalf("epochs differ: A %+v, B %+v", ca.EpochList, cb.EpochList)
+	}
+	for q := int32(0); q < 4; q++ {
+		if ma, mb := maxQueueOffset(t, rc, a.Addr(), "fo-topic", q), maxQueueOffset(t, rc, b.Addr(), "fo-topic", q); ma != mb {
+			t.Fatalf("queue %d: A has %d messages, B %d", q, ma, mb)
+		}
+	}
+	t.Logf("B truncated %d unacknowledged bytes", bEnd-aStart)
+}
+
+func routeOf(cl *remoting.Client, ns, topic string) (*protocol.TopicRouteData, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	h := protocol.GetRouteInfoRequestHeader{Topic: topic}
+	resp, err := cl.Invoke(ctx, ns, protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.Err(); err != nil {
+		return nil, err
+	}
+	return protocol.DecodeTopicRouteData(resp.Body)
+}
+
+func maxQueueOffset(t *testing.T, cl *remoting.Client, addr, topic string, q int32) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	h := protocol.GetMaxOffsetRequestHeader{Topic: topic, QueueID: q}
+	resp, err := cl.Invoke(ctx, addr, protocol.NewRequest(protocol.GetMaxOffset, h.Encode(), nil))
+	if err != nil || resp.Err() != nil {
+		t.Fatalf("max offset: %v %v", err, resp)
+	}
+	var rh protocol.GetMaxOffsetResponseHeader
+	if err := rh.Decode(resp.ExtFields); err != nil {
+		t.Fatal(err)
+	}
+	return rh.Offset
+}
