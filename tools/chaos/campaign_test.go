@@ -34,7 +34,7 @@ func TestCampaignSlice(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	o := DefaultOptions()
-	o.Seed, o.Duration, o.Drain, o.Dir, o.Root, o.Out = SliceSeed, 60*time.Second, 90*time.Second, dir, root, &out
+	o.Seed, o.Duration, o.Drain, o.Dir, o.Root, o.Out = SliceSeed, 60*time.Second, 150*time.Second, dir, root, &out
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, o)

@@ -140,6 +140,9 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Clust
 			return c, err
 		}
 		c.mounts = append(c.mounts, c.StoreDir(b.name))
+		if err := net.TrackMount(c.StoreDir(b.name)); err != nil {
+			return c, err
+		}
 		conf := filepath.Join(pdir, "broker.conf")
 		lines := []string{
 			"brokerClusterName=ChaosCluster",

@@ -210,6 +210,24 @@ func (n *Network) Heal() error {
 	return errors.Join(errs...)
 }
 
+// mountsFile lists the file systems mounted for this network id (the
+// brokers' stores), so that a later run can unmount what a dead run left.
+func (n *Network) mountsFile() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("chaos-net-%d.mounts", n.ID))
+}
+
+// TrackMount records a mount point to unmount when the id is reclaimed
+// after a run that died (Cluster.Stop unmounts them normally).
+func (n *Network) TrackMount(dir string) error {
+	f, err := os.OpenFile(n.mountsFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, dir)
+	return err
+}
+
 // Close removes the namespaces and links and releases the id. Processes
 // still running in the namespaces must have been stopped before.
 func (n *Network) Close() error {
@@ -220,9 +238,16 @@ func (n *Network) Close() error {
 	return nil
 }
 
-// teardown deletes every namespace of this id (by prefix: the host
-// names of a dead run are unknown) and the root link.
+// teardown unmounts the tracked stores and deletes every namespace of
+// this id (by prefix: the host names of a dead run are unknown) and the
+// root link.
 func (n *Network) teardown() {
+	if data, err := os.ReadFile(n.mountsFile()); err == nil {
+		for _, dir := range strings.Fields(string(data)) {
+			_ = exec.Command("umount", "-l", dir).Run() // fails if already unmounted
+		}
+		_ = os.Remove(n.mountsFile())
+	}
 	_ = exec.Command("ip", "link", "del", n.rootLink()).Run()
 	prefix := fmt.Sprintf("chaos-%d-", n.ID)
 	entries, _ := os.ReadDir("/var/run/netns")

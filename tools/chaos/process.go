@@ -43,8 +43,10 @@ func (p *Process) Start() error {
 	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// own process group: a ^C to the tool does not reach the daemons, the
-	// tool stops them itself
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// tool stops them itself; if the tool dies (a test timeout), the
+	// kernel kills them (ip netns exec execs the daemon, which keeps the
+	// parent-death signal)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("%s: %w", p.Name, err)
