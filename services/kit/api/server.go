@@ -15,7 +15,6 @@ import (
 	"github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/go-kratos/kratos/v2/middleware"
-	"github.com/go-kratos/kratos/v2/transport"
 	khttp "github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/go-kratos/kratos/v2/transport/http/binding"
 	"github.com/gorilla/mux"
@@ -79,17 +78,14 @@ func (in *Input) HTTPServerOptions() []khttp.ServerOption {
 func (in *Input) GRPCMaxRecvMsgSize() grpc.ServerOption { return grpc.MaxRecvMsgSize(int(in.max)) }
 
 // Middleware checks every request message that has a schema (HTTP and
-// gRPC alike) and logs refused requests of gRPC (HTTP ones are logged
-// by EncodeError).
+// gRPC alike). It logs nothing: Logging (placed outside it, see
+// ServerMiddleware) and EncodeError log each refused request once.
 func (in *Input) Middleware() middleware.Middleware {
 	return func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, req any) (any, error) {
 			if m, ok := req.(proto.Message); ok {
 				if s, ok := in.schemas[m.ProtoReflect().Descriptor().FullName()]; ok {
 					if err := s.Check(m); err != nil {
-						if tr, ok := transport.FromServerContext(ctx); ok && tr.Kind() == transport.KindGRPC {
-							in.refused(ctx, "gRPC", tr.Operation(), err)
-						}
 						return nil, err
 					}
 				}
@@ -185,8 +181,8 @@ type errorBody struct {
 }
 
 // EncodeError writes err as the JSON error shape with its HTTP status.
-// Client mistakes (4xx) are logged as warnings; failures (5xx) are
-// logged with their cause, and an error that is not a Kratos error is
+// Each is logged once: client mistakes (4xx) as warnings, failures
+// (5xx) as errors with their cause, and an error that is not a Kratos error is
 // answered 500 INTERNAL without its text (it may hold database or
 // protobuf details).
 func (in *Input) EncodeError(w nethttp.ResponseWriter, r *nethttp.Request, err error) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	kerrors "github.com/go-kratos/kratos/v2/errors"
 )
 
 func TestShots(t *testing.T) {
@@ -96,46 +98,62 @@ func TestCrashExits(t *testing.T) {
 }
 
 func TestHTTP(t *testing.T) {
-	reasonBody := ErrorBody(func(reason string, err error) any {
-		return map[string]string{"reason": reason, "message": err.Error()}
-	})
 	tests := []struct {
 		name        string
 		admin       bool
 		opts        []HandlerOption
 		method      string
 		path        string
+		ctype       string
 		body        string
 		code        int
 		wantEnabled bool   // after a 200
-		wantKey     string // key of an error body
+		reason      string // of an error
+		field       string // metadata "field" of an error, when set
 	}{
-		{"list", true, nil, "GET", "/v1/faults", "", 200, false, ""},
-		{"arm", true, nil, "PUT", "/v1/faults/deliver_twice", `{"enabled":true,"count":1}`, 200, true, ""},
-		{"omitted disarms", true, nil, "PUT", "/v1/faults/deliver_twice", `{"count":1}`, 200, false, ""},
-		{"omitted arms", true, []HandlerOption{ArmWhenEnabledOmitted()}, "PUT", "/v1/faults/deliver_twice", `{"count":1}`, 200, true, ""},
-		{"explicit off", true, []HandlerOption{ArmWhenEnabledOmitted()}, "PUT", "/v1/faults/deliver_twice", `{"enabled":false}`, 200, false, ""},
-		{"unknown", true, nil, "PUT", "/v1/faults/nope", `{"enabled":true}`, 404, false, "error"},
-		{"unknown reason", true, []HandlerOption{reasonBody}, "PUT", "/v1/faults/nope", `{"enabled":true}`, 404, false, "reason"},
-		{"bad body", true, nil, "PUT", "/v1/faults/deliver_twice", `{`, 400, false, "error"},
-		{"bad delay", true, []HandlerOption{reasonBody}, "PUT", "/v1/faults/deliver_twice", `{"enabled":true,"delay":"x"}`, 400, false, "reason"},
-		{"negative count", true, nil, "PUT", "/v1/faults/deliver_twice", `{"enabled":true,"count":-1}`, 400, false, "error"},
-		{"reset", true, nil, "DELETE", "/v1/faults", "", 200, false, ""},
-		{"method", true, nil, "POST", "/v1/faults", "", 405, false, "error"},
-		{"admin off", false, nil, "GET", "/v1/faults", "", 403, false, "error"},
+		{"list", true, nil, "GET", "/v1/faults", "", "", 200, false, "", ""},
+		{"arm", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":true,"count":1}`, 200, true, "", ""},
+		{"arm with delay", true, nil, "PUT", "/v1/faults/deliver_twice", "application/json", `{"enabled":true,"delay":"2s"}`, 200, true, "", ""},
+		{"omitted disarms", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"count":1}`, 200, false, "", ""},
+		{"omitted arms", true, []HandlerOption{ArmWhenEnabledOmitted()}, "PUT", "/v1/faults/deliver_twice", "", `{"count":1}`, 200, true, "", ""},
+		{"explicit off", true, []HandlerOption{ArmWhenEnabledOmitted()}, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":false}`, 200, false, "", ""},
+		{"unknown", true, nil, "PUT", "/v1/faults/nope", "", `{"enabled":true}`, 404, false, ReasonInvalidFault, ""},
+		{"bad body", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{`, 400, false, "MALFORMED_BODY", ""},
+		{"unknown field", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":true,"times":2}`, 400, false, ReasonInvalidArgument, "times"},
+		{"wrong type", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":"yes"}`, 400, false, ReasonInvalidArgument, "enabled"},
+		{"not JSON", true, nil, "PUT", "/v1/faults/deliver_twice", "text/plain", `enabled`, 415, false, "UNSUPPORTED_MEDIA_TYPE", ""},
+		{"bad delay", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":true,"delay":"x"}`, 400, false, ReasonInvalidArgument, "delay"},
+		{"negative delay", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":true,"delay":"-1s"}`, 400, false, ReasonInvalidArgument, "delay"},
+		{"negative count", true, nil, "PUT", "/v1/faults/deliver_twice", "", `{"enabled":true,"count":-1}`, 400, false, ReasonInvalidArgument, "count"},
+		{"reset", true, nil, "DELETE", "/v1/faults", "", "", 200, false, "", ""},
+		{"method", true, nil, "POST", "/v1/faults", "", "", 405, false, ReasonMethodNotAllowed, ""},
+		{"admin off", false, nil, "GET", "/v1/faults", "", "", 403, false, ReasonForbidden, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New(tt.admin, nil, "deliver_twice")
 			rec := httptest.NewRecorder()
-			s.Handler(tt.opts...).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, bytes.NewBufferString(tt.body)))
+			req := httptest.NewRequest(tt.method, tt.path, bytes.NewBufferString(tt.body))
+			if tt.ctype != "" {
+				req.Header.Set("Content-Type", tt.ctype)
+			}
+			s.Handler(tt.opts...).ServeHTTP(rec, req)
 			if rec.Code != tt.code {
 				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, rec.Code, rec.Body, tt.code)
 			}
 			if tt.code != nethttp.StatusOK {
-				var out map[string]string
-				if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out[tt.wantKey] == "" {
-					t.Fatalf("error body %s: %v, want key %q", rec.Body, err, tt.wantKey)
+				// The services' one error shape (services/kit/api).
+				var out struct {
+					Code     int
+					Reason   string
+					Message  string
+					Metadata map[string]string
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Code != tt.code || out.Reason != tt.reason || out.Message == "" {
+					t.Fatalf("error body %s (%v), want code %d reason %s and a message", rec.Body, err, tt.code, tt.reason)
+				}
+				if tt.field != "" && out.Metadata["field"] != tt.field {
+					t.Fatalf("error body %s: field %q, want %q", rec.Body, out.Metadata["field"], tt.field)
 				}
 				return
 			}
@@ -147,5 +165,20 @@ func TestHTTP(t *testing.T) {
 				t.Fatalf("enabled = %v, want %v", out.Faults[0].Enabled, tt.wantEnabled)
 			}
 		})
+	}
+}
+
+// TestHTTPErrorsEncoder: a service's encoder receives every error (it
+// logs a refused request once, as a warning).
+func TestHTTPErrorsEncoder(t *testing.T) {
+	var got []error
+	h := New(true, nil, "deliver_twice").Handler(Errors(func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
+		got = append(got, err)
+		w.WriteHeader(599)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("PUT", "/v1/faults/nope", bytes.NewBufferString(`{"enabled":true}`)))
+	if rec.Code != 599 || len(got) != 1 || kerrors.FromError(got[0]).Reason != ReasonInvalidFault {
+		t.Fatalf("status %d, errors %v: want the encoder called once with %s", rec.Code, got, ReasonInvalidFault)
 	}
 }

@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
-	"github.com/go-kratos/kratos/v2/middleware/logging"
-	"github.com/go-kratos/kratos/v2/middleware/recovery"
-	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +29,7 @@ func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, fa
 	recon *Reconciler, logger log.Logger) *http.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
 	opts := append(in.HTTPServerOptions(),
-		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
+		http.Middleware(in.ServerMiddleware()...))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}
@@ -46,7 +43,7 @@ func NewHTTPServer(c *conf.Server, s *service.InventoryService, ready Pinger, fa
 	registerHealth(srv, ready)
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// The fault API answers 403 unless fault.admin is on.
-	srv.HandlePrefix("/v1/faults", faults.Handler())
+	srv.HandlePrefix("/v1/faults", faults.Handler(fault.Errors(in.EncodeError)))
 	srv.HandlePrefix("/v1/reconcile/", recon.Handler(in))
 	r := srv.Route("/")
 	r.GET("/v1/products", func(ctx http.Context) error {

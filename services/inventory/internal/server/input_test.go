@@ -58,5 +58,12 @@ func TestServerRefusesBadInput(t *testing.T) {
 				t.Fatalf("ListProducts page_size %d: %v", size, err)
 			}
 		}
+		// Over the 64 KiB body limit: refused by gRPC itself, the
+		// server keeps serving.
+		_, err = c.GetProduct(context.Background(), &v1.GetProductRequest{Id: strings.Repeat("p", api.DefaultMaxBody+1)})
+		apitest.OversizedGRPC(t, err)
+		if _, err := c.GetProduct(context.Background(), &v1.GetProductRequest{Id: "nope"}); status.Code(err) != codes.NotFound {
+			t.Fatalf("GetProduct after the oversized request: %v, want NotFound", err)
+		}
 	})
 }

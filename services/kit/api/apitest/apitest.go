@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Case is one request and the error it must get.
@@ -106,6 +109,20 @@ func Do(t testing.TB, base string, c Case) (int, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
+}
+
+// OversizedGRPC checks the outcome of a gRPC call whose request message
+// is over the server's body limit (api.Input.GRPCMaxRecvMsgSize):
+// ResourceExhausted, with a message that says the request is larger than
+// the limit. gRPC refuses it before any handler runs; the service neither
+// decodes nor stores anything of it, and keeps serving (check with a
+// valid call after it).
+func OversizedGRPC(t testing.TB, err error) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
+		t.Fatalf("oversized gRPC request: %v, want ResourceExhausted (received message larger than max)", err)
+	}
 }
 
 // Big returns a JSON object of about n bytes: {"<field>":"xxx…"}.

@@ -2,9 +2,6 @@ package server
 
 import (
 	"github.com/go-kratos/kratos/v2/log"
-	"github.com/go-kratos/kratos/v2/middleware/logging"
-	"github.com/go-kratos/kratos/v2/middleware/recovery"
-	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
@@ -19,7 +16,7 @@ import (
 func NewGRPCServer(c *conf.Server, order *service.OrderService, logger log.Logger) *grpc.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
 	opts := []grpc.ServerOption{
-		grpc.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()),
+		grpc.Middleware(in.ServerMiddleware()...),
 		grpc.Options(in.GRPCMaxRecvMsgSize()),
 	}
 	if c.GetGrpc().GetNetwork() != "" {

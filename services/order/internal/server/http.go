@@ -6,9 +6,6 @@ import (
 	"strconv"
 
 	"github.com/go-kratos/kratos/v2/log"
-	"github.com/go-kratos/kratos/v2/middleware/logging"
-	"github.com/go-kratos/kratos/v2/middleware/recovery"
-	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +27,7 @@ import (
 func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness, faults *fault.Set, reg *prometheus.Registry, logger log.Logger) *http.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
 	opts := append(in.HTTPServerOptions(),
-		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
+		http.Middleware(in.ServerMiddleware()...))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}
@@ -44,7 +41,7 @@ func NewHTTPServer(c *conf.Server, order *service.OrderService, ready Readiness,
 	registerOrderHTTP(srv, order)
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// The fault API answers 403 unless fault.admin is on.
-	srv.HandlePrefix("/v1/faults", faults.Handler())
+	srv.HandlePrefix("/v1/faults", faults.Handler(fault.Errors(in.EncodeError)))
 	srv.HandleFunc("/healthz", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))

@@ -79,5 +79,13 @@ func TestServerRefusesBadInput(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("GetOrder long id: %v", err)
 		}
+		// Over the 64 KiB body limit: refused by gRPC itself, the
+		// server keeps serving.
+		_, err = s.grpc.CreateOrder(ctx, &orderv1.CreateOrderRequest{UserId: strings.Repeat("u", api.DefaultMaxBody+1),
+			Items: []*orderv1.OrderItem{{ProductId: "p1", Quantity: 1}}})
+		apitest.OversizedGRPC(t, err)
+		if _, err := s.grpc.GetOrder(ctx, &orderv1.GetOrderRequest{Id: "no-such-order"}); status.Code(err) != codes.NotFound {
+			t.Fatalf("GetOrder after the oversized request: %v, want NotFound", err)
+		}
 	})
 }

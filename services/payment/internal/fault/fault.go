@@ -3,8 +3,7 @@
 // kit/fault Set from the configuration. Everything else (arming, shots,
 // crash, the /v1/faults handler) is kit/fault's; this package only adds
 // the payment API's conventions: the admin API is gated by mounting the
-// handler (fault.admin), errors are {"reason","message"} and a PUT
-// without "enabled" arms the switch.
+// handler (fault.admin) and a PUT without "enabled" arms the switch.
 package fault
 
 import (
@@ -76,9 +75,8 @@ func New(initial map[string]Spec, exit func(code int), l *slog.Logger) *Set {
 }
 
 // Handler serves /v1/faults with the payment API's conventions (see the
-// package doc and kit/fault's Handler).
-func Handler(s *Set) nethttp.Handler {
-	return s.Handler(kit.ArmWhenEnabledOmitted(), kit.ErrorBody(func(reason string, err error) any {
-		return map[string]any{"reason": reason, "message": err.Error()}
-	}))
+// package doc and kit/fault's Handler); encode is the server's error
+// encoder (api.Input.EncodeError).
+func Handler(s *Set, encode func(nethttp.ResponseWriter, *nethttp.Request, error)) nethttp.Handler {
+	return s.Handler(kit.ArmWhenEnabledOmitted(), kit.Errors(encode))
 }

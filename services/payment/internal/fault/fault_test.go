@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/tidemq/tide/services/kit/api"
 )
 
 // New arms what the config enables and ignores the rest; the handler arms
@@ -27,7 +29,7 @@ func TestNewAndHandler(t *testing.T) {
 	if ok, d := s.Take(SlowLocalTx); !ok || d != time.Second {
 		t.Fatalf("slow = %v %v", ok, d)
 	}
-	h := Handler(s)
+	h := Handler(s, api.New(api.Options{}, nil).EncodeError)
 	for _, tt := range []struct {
 		path, body string
 		code       int
@@ -41,8 +43,11 @@ func TestNewAndHandler(t *testing.T) {
 			t.Fatalf("PUT %s: %d %s", tt.path, rec.Code, rec.Body)
 		}
 		if tt.code != 200 {
-			var e struct{ Reason, Message string }
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Reason == "" || e.Message == "" {
+			var e struct {
+				Code            int
+				Reason, Message string
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != tt.code || e.Reason == "" || e.Message == "" {
 				t.Fatalf("error body %s", rec.Body)
 			}
 		}

@@ -11,9 +11,6 @@ import (
 
 	"github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
-	"github.com/go-kratos/kratos/v2/middleware/logging"
-	"github.com/go-kratos/kratos/v2/middleware/recovery"
-	"github.com/go-kratos/kratos/v2/middleware/tracing"
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,7 +35,7 @@ func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw
 	faults *fault.Set, reg *prometheus.Registry, ready Pinger, logger log.Logger) *http.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
 	opts := append(in.HTTPServerOptions(),
-		http.Middleware(recovery.Recovery(), tracing.Server(), logging.Server(logger), in.Middleware()))
+		http.Middleware(in.ServerMiddleware()...))
 	if c.GetHttp().GetNetwork() != "" {
 		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
 	}
@@ -53,7 +50,7 @@ func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	registerReconcile(srv, rc, in)
 	if fc.GetAdmin() {
-		srv.HandlePrefix("/v1/faults", fault.Handler(faults))
+		srv.HandlePrefix("/v1/faults", fault.Handler(faults, in.EncodeError))
 	}
 	srv.HandleFunc("/v1/gateway/statement", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		after, err := api.QueryInt(r, "after", 0, math.MaxInt64, 0)

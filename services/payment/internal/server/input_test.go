@@ -86,5 +86,13 @@ func TestServerRefusesBadInput(t *testing.T) {
 				}
 			})
 		}
+		// Over the 64 KiB body limit: refused by gRPC itself, the
+		// server keeps serving.
+		_, err = c.CreatePayment(context.Background(), &v1.CreatePaymentRequest{OrderId: "in-1", UserId: "u-bob", Amount: 1,
+			IdempotencyKey: strings.Repeat("k", api.DefaultMaxBody+1)})
+		apitest.OversizedGRPC(t, err)
+		if _, err := c.GetPayment(context.Background(), &v1.GetPaymentRequest{Id: "pay_nope"}); status.Code(err) != codes.NotFound {
+			t.Fatalf("GetPayment after the oversized request: %v, want NotFound", err)
+		}
 	})
 }
