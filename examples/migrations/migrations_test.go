@@ -117,7 +117,7 @@ var autoInc = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 func showCreate(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()
 	var name, ddl string
-	if err := db.QueryRow("SHOW CREATE TABLE " + table).Scan(&name, &ddl); err != nil {
+	if err := db.QueryRow("SHOW CREATE TABLE "+table).Scan(&name, &ddl); err != nil {
 		t.Fatalf("%s: %v", table, err)
 	}
 	return autoInc.ReplaceAllString(ddl, "")
