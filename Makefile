@@ -43,8 +43,9 @@ tidy: ## go mod tidy every module, then go work sync
 	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done; $(GO) work sync
 
 .PHONY: cluster-test
-cluster-test: ## run the multi-process replication and failover tests (broker/clustertest, a few minutes)
+cluster-test: ## run the multi-process replication and failover tests (broker/clustertest, controller/failovertest; a few minutes)
 	@cd broker && $(GO) test -tags cluster -count=1 -timeout 15m ./clustertest/
+	@cd controller/failovertest && $(GO) test -tags cluster -count=1 -timeout 15m .
 
 .PHONY: chaos
 chaos: ## randomized fault campaign + history checker, as root (SEED=1 DURATION=5m DRAIN=2m; docs/reliability.md)

@@ -1,0 +1,40 @@
+module github.com/tidemq/tide/controller/failovertest
+
+go 1.26.0
+
+require (
+	github.com/apache/rocketmq-client-go/v2 v2.1.2
+	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/emirpasic/gods v1.12.0 // indirect
+	github.com/golang/mock v1.3.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/konsorten/go-windows-terminal-sequences v1.0.1 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
+	github.com/pkg/errors v0.8.1 // indirect
+	github.com/sirupsen/logrus v1.4.0 // indirect
+	github.com/tidwall/gjson v1.13.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/crypto v0.41.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/term v0.34.0 // indirect
+	gopkg.in/natefinch/lumberjack.v2 v2.0.0 // indirect
+	stathat.com/c/consistent v1.0.0 // indirect
+)
+
+replace (
+	github.com/tidemq/tide/broker => ../../broker
+	github.com/tidemq/tide/nameserver => ../../nameserver
+	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
+	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
+	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
+)
