@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -31,14 +30,7 @@ func startAuthConsole(t *testing.T, mod func(*console.Options)) (string, *clock,
 	if mod != nil {
 		mod(&o)
 	}
-	s, err := console.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	s := startServer(t, o)
 	scheme := "http://"
 	if o.CertFile != "" {
 		scheme = "https://"

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,15 +11,11 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // Broker is one broker process as the NameServers know it.
-type Broker struct {
-	Cluster    string `json:"cluster"`
-	BrokerName string `json:"brokerName"`
-	BrokerID   int64  `json:"brokerId"`
-	Addr       string `json:"addr"`
-}
+type Broker = ops.Broker
 
 // BrokerStatus is a row of the cluster page.
 type BrokerStatus struct {
@@ -76,27 +73,16 @@ func (t time_) MarshalJSON() ([]byte, error) {
 
 // brokers lists the brokers the NameServers know, sorted.
 func (s *Server) brokers(ctx context.Context) ([]Broker, error) {
-	ci, err := s.admin.ClusterInfo(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster info: %w", err)
+	return ops.Brokers(ctx, s.admin, "", false)
+}
+
+// masterList lists the master brokers (none: an empty list).
+func (s *Server) masterList(ctx context.Context) ([]Broker, error) {
+	ms, err := ops.Brokers(ctx, s.admin, "", true)
+	if errors.Is(err, ops.ErrNoBroker) {
+		return nil, nil
 	}
-	var out []Broker
-	for name, bd := range ci.BrokerAddrTable {
-		for id, addr := range bd.BrokerAddrs {
-			out = append(out, Broker{Cluster: bd.Cluster, BrokerName: name, BrokerID: id, Addr: addr})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.Cluster != y.Cluster {
-			return x.Cluster < y.Cluster
-		}
-		if x.BrokerName != y.BrokerName {
-			return x.BrokerName < y.BrokerName
-		}
-		return x.BrokerID < y.BrokerID
-	})
-	return out, nil
+	return ms, err
 }
 
 // masters returns broker name -> master address.

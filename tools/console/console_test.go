@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -364,14 +363,7 @@ func TestOrderReconcile(t *testing.T) {
 	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval = "127.0.0.1:0", []string{ns}, quiet(), -1
 	o.ReconcileURLs = []string{"payment=" + svc.URL, broken.URL}
 	authOptions(t, &o)
-	s, err := console.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	s := startServer(t, o)
 	f := &fixture{base: "http://" + s.Addr()}
 	f.client = signIn(t, f.base, "viewer")
 	var v console.OrderView
@@ -421,14 +413,7 @@ func TestOrdersList(t *testing.T) {
 	o := console.DefaultOptions()
 	o.ListenAddr, o.NameServers, o.Logger, o.SampleInterval, o.OrderURL = "127.0.0.1:0", []string{ns}, quiet(), -1, svc.URL
 	authOptions(t, &o)
-	s, err := console.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	s := startServer(t, o)
 	f := &fixture{base: "http://" + s.Addr()}
 	f.client = signIn(t, f.base, "viewer")
 	var v console.OrdersView

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // DeadLetter is one message of a group's dead letter queue.
@@ -51,7 +51,7 @@ func (s *Server) deadLetters(ctx context.Context, group string, offset int64, li
 		return nil, fmt.Errorf("%w: dead letters of %s: %v", ErrNotFound, group, err)
 	}
 	out := []DeadLetter{}
-	err = s.scan(ctx, qs, func(mqclient.Queue) (int64, error) { return offset, nil }, limit, func(m *mqclient.MessageExt) bool {
+	err = ops.PullRange(ctx, s.pull, qs, func(mqclient.Queue) (int64, error) { return offset, nil }, limit, time.Time{}, func(m *mqclient.MessageExt) bool {
 		out = append(out, DeadLetter{MessageView: viewOf(m), OriginTopic: m.Properties[protocol.PropRetryTopic],
 			OriginMsgID: m.Properties[protocol.PropOriginMessageID]})
 		return true
@@ -66,18 +66,6 @@ type ResendResult struct {
 	OK          bool   `json:"ok"`
 	NewMsgID    string `json:"newMsgId,omitempty"`
 	Error       string `json:"error,omitempty"`
-}
-
-// resendDrop are properties the broker or client manages: a re-sent
-// message gets fresh ones.
-var resendDrop = map[string]bool{
-	protocol.PropUniqKey: true, protocol.PropRetryTopic: true, protocol.PropOriginMessageID: true, protocol.PropRealTopic: true,
-	protocol.PropRealQueueID: true, protocol.PropDelayLevel: true, protocol.PropCluster: true, protocol.PropMinOffset: true,
-	protocol.PropMaxOffset: true, protocol.PropReconsumeTime: true, protocol.PropMaxReconsumeTimes: true,
-	protocol.PropConsumeStartTime: true, protocol.PropWaitStoreMsgOK: true, protocol.PropTransactionPrepared: true,
-	protocol.PropProducerGroup: true, protocol.PropMsgRegion: true, protocol.PropTraceSwitch: true,
-	protocol.PropTransactionCheckTimes: true, protocol.PropTranPreparedQueueOffset: true, protocol.PropTransactionID: true,
-	protocol.PropTimerDeliverMS: true, protocol.PropTimerDelayMS: true, protocol.PropTimerDelaySec: true,
 }
 
 // resend re-sends the dead letters ids (offset message ids) of group, to
@@ -104,47 +92,22 @@ func (s *Server) resend(req *http.Request, group string, ids []string, toOrigin 
 		}
 		r := ResendResult{OffsetMsgID: id}
 		m, err := s.admin.ViewMessage(ctx, id)
-		switch {
-		case err != nil:
-			r.Error = err.Error()
-		case m.Topic != mqclient.DLQTopicPrefix+group:
-			r.Error = fmt.Sprintf("message is in %s, not in the dead letter queue of %s", m.Topic, group)
-		case m.Properties[protocol.PropRetryTopic] == "":
-			r.Error = "the dead letter has no RETRY_TOPIC property: original topic unknown"
-		default:
-			origin := m.Properties[protocol.PropRetryTopic]
-			r.Target = mqclient.RetryTopicPrefix + group
-			if toOrigin {
-				r.Target = origin
-			}
-			out := &mqclient.Message{Topic: r.Target, Body: m.Body, Tag: m.Tag, Keys: m.Keys, ShardingKey: m.ShardingKey, Flag: m.Flag,
-				Properties: map[string]string{}}
-			for k, v := range m.Properties {
-				if !resendDrop[k] {
-					out.Properties[k] = v
-				}
-			}
-			if !toOrigin {
-				out.Properties[protocol.PropRetryTopic] = origin
-			}
-			first := m.Properties[protocol.PropOriginMessageID]
-			if first == "" {
-				first = m.MsgID
-			}
-			out.Properties[protocol.PropOriginMessageID] = first
-			out.Properties["RESEND_OF"] = m.OffsetMsgID
-			res, err := s.prod.Send(ctx, out)
-			if err != nil {
-				r.Error = err.Error()
-			} else {
+		if err == nil {
+			err = ops.CheckDeadLetter(m, group)
+		}
+		if err == nil {
+			r.Target, err = ops.ResendTarget(m, group, toOrigin)
+		}
+		if err == nil {
+			var res *mqclient.SendResult
+			if res, err = s.prod.Send(ctx, ops.ResendCopy(m, r.Target)); err == nil {
 				r.OK, r.NewMsgID = true, res.MsgID
 			}
 		}
-		var rerr error
-		if !r.OK {
-			rerr = errors.New(r.Error)
+		if err != nil {
+			r.Error = err.Error()
 		}
-		s.audit(req, ActResendDLQ, fmt.Sprintf("dead letter %s of %s to %s (new id %s)", id, group, r.Target, r.NewMsgID), rerr)
+		s.audit(req, ActResendDLQ, fmt.Sprintf("dead letter %s of %s to %s (new id %s)", id, group, r.Target, r.NewMsgID), err)
 		out = append(out, r)
 	}
 	return out

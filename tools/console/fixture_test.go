@@ -125,15 +125,52 @@ func login(t *testing.T, c *http.Client, base, user, password string) (int, stri
 	return resp.StatusCode, string(b)
 }
 
+// waitFor polls cond every 50 ms until it holds, for at most 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startServer starts a console with o until the test ends.
+func startServer(t *testing.T, o console.Options) *console.Server {
+	t.Helper()
+	s, err := console.New(o)
+	if err == nil {
+		err = s.Start(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// consume starts a push consumer of group on topics that accepts every
+// message, committing every 100 ms, until the test ends.
+func consume(t *testing.T, ctx context.Context, opts []mqclient.Option, group string, topics ...string) {
+	t.Helper()
+	c, err := mqclient.NewPushConsumer(group, append(opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithCommitInterval(100*time.Millisecond))...)
+	for _, topic := range topics {
+		if err == nil {
+			err = c.Subscribe(topic, "*", func(context.Context, *mqclient.MessageExt) error { return nil })
+		}
+	}
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
 }
 
 func quiet() *slog.Logger {
@@ -198,35 +235,10 @@ func newFixture(t *testing.T) *fixture {
 	send("payment-events", "PaymentSucceeded", f.order, 4200)
 	f.paid = send("order-events", "OrderPaid", f.order, 4200)
 
-	// inventory-service: online, consumes everything.
-	c, err := mqclient.NewPushConsumer("inventory-service", append(opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-		mqclient.WithCommitInterval(100*time.Millisecond))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe("order-events", "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-
-	// order-service: online, consumes the other services' events.
-	oc, err := mqclient.NewPushConsumer("order-service", append(opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-		mqclient.WithCommitInterval(100*time.Millisecond))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, topic := range []string{"inventory-events", "payment-events"} {
-		if err := oc.Subscribe(topic, "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := oc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { oc.Shutdown(context.Background()) })
+	// inventory-service: online, consumes everything; order-service:
+	// online, consumes the other services' events.
+	consume(t, ctx, opts, "inventory-service", "order-events")
+	consume(t, ctx, opts, "order-service", "inventory-events", "payment-events")
 
 	// payment-service: offline; committed past OrderCreated of the order,
 	// which it also dead-lettered.
@@ -317,18 +329,7 @@ func newFixture(t *testing.T) *fixture {
 	o.OrderURL, o.ReconcileURLs = orderSvc.URL, []string{"payment=" + paymentSvc.URL}
 	o.ResendRate = 1000
 	f.users, f.clock = authOptions(t, &o)
-	f.srv, err = console.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.srv.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	f.srv = startServer(t, o)
 	f.base = "http://" + f.srv.Addr()
 	f.client = signIn(t, f.base, "admin")
 

@@ -9,6 +9,7 @@ require (
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/tools/ops v0.0.0-00010101000000-000000000000
 	golang.org/x/crypto v0.58.0
 	golang.org/x/term v0.48.0
 )
@@ -35,4 +36,5 @@ replace (
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
 	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
+	github.com/tidemq/tide/tools/ops => ../ops
 )

@@ -10,94 +10,50 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // QueueLag is a group's position in one queue.
 type QueueLag struct {
-	Topic          string `json:"topic"`
-	BrokerName     string `json:"brokerName"`
-	QueueID        int32  `json:"queueId"`
-	BrokerOffset   int64  `json:"brokerOffset"`
-	ConsumerOffset int64  `json:"consumerOffset"`
-	Lag            int64  `json:"lag"`
-	LastTimestamp  time_  `json:"lastConsumedStoreTime"`
+	ops.QueueProgress
+	LastTimestamp time_ `json:"lastConsumedStoreTime"`
 }
 
 // consumeStats merges GET_CONSUME_STATS of group (topic "" = all of the
 // group's topics) from every master, sorted.
 func (s *Server) consumeStats(ctx context.Context, group, topic string) ([]QueueLag, error) {
-	ms, err := s.masters(ctx)
+	ms, err := s.masterList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []QueueLag{}
-	for name, addr := range ms {
-		st, err := s.admin.ConsumeStats(ctx, addr, group, topic)
-		if err != nil {
-			return nil, fmt.Errorf("consume stats of %s on %s: %w", group, name, err)
-		}
-		for q, w := range st.OffsetTable {
-			out = append(out, QueueLag{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID, BrokerOffset: w.BrokerOffset,
-				ConsumerOffset: w.ConsumerOffset, Lag: max(0, w.BrokerOffset-w.ConsumerOffset), LastTimestamp: time_{time.UnixMilli(w.LastTimestamp)}})
-		}
+	qs, _, err := ops.Progress(ctx, s.admin, ms, group, topic)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.Topic != y.Topic {
-			return x.Topic < y.Topic
-		}
-		if x.BrokerName != y.BrokerName {
-			return x.BrokerName < y.BrokerName
-		}
-		return x.QueueID < y.QueueID
-	})
+	out := make([]QueueLag, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, QueueLag{QueueProgress: q, LastTimestamp: time_{q.LastConsumed}})
+	}
 	return out, nil
 }
 
 // Members are a group's online clients and subscriptions.
 type Members struct {
-	Online           bool                        `json:"online"`
-	Connections      []protocol.Connection       `json:"connections"`
-	Subscriptions    []protocol.SubscriptionData `json:"subscriptions"`
-	ConsumeType      string                      `json:"consumeType,omitempty"`
-	MessageModel     string                      `json:"messageModel,omitempty"`
-	ConsumeFromWhere string                      `json:"consumeFromWhere,omitempty"`
+	Online bool `json:"online"`
+	ops.GroupConnections
 }
 
 // members merges GET_CONSUMER_CONNECTION_LIST of group from every master.
 func (s *Server) members(ctx context.Context, group string) (*Members, error) {
-	ms, err := s.masters(ctx)
+	ms, err := s.masterList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	v := &Members{Connections: []protocol.Connection{}, Subscriptions: []protocol.SubscriptionData{}}
-	seenClient, seenTopic := map[string]bool{}, map[string]bool{}
-	for name, addr := range ms {
-		cc, err := s.admin.ConsumerConnections(ctx, addr, group)
-		if err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, name, err)
-		}
-		if cc == nil {
-			continue
-		}
-		v.Online = true
-		v.ConsumeType, v.MessageModel, v.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
-		for _, c := range cc.ConnectionSet {
-			if !seenClient[c.ClientID] {
-				seenClient[c.ClientID] = true
-				v.Connections = append(v.Connections, c)
-			}
-		}
-		for t, sd := range cc.SubscriptionTable {
-			if !seenTopic[t] {
-				seenTopic[t] = true
-				v.Subscriptions = append(v.Subscriptions, sd)
-			}
-		}
+	gc, online, err := ops.Connections(ctx, s.admin, ms, group)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(v.Connections, func(i, j int) bool { return v.Connections[i].ClientID < v.Connections[j].ClientID })
-	sort.Slice(v.Subscriptions, func(i, j int) bool { return v.Subscriptions[i].Topic < v.Subscriptions[j].Topic })
-	return v, nil
+	return &Members{Online: online, GroupConnections: *gc}, nil
 }
 
 // GroupSummary is a row of the groups page.

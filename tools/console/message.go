@@ -2,15 +2,15 @@ package console
 
 import (
 	"context"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // maxBody bounds the body shown for a message; JSON has BodySize.
@@ -18,43 +18,16 @@ const maxBody = 4096
 
 // MessageView is a stored message as the console shows it.
 type MessageView struct {
-	MsgID           string            `json:"msgId"`
-	OffsetMsgID     string            `json:"offsetMsgId"`
-	Topic           string            `json:"topic"`
-	Tag             string            `json:"tag,omitempty"`
-	Keys            []string          `json:"keys,omitempty"`
-	BrokerName      string            `json:"brokerName"`
-	QueueID         int32             `json:"queueId"`
-	QueueOffset     int64             `json:"queueOffset"`
-	CommitLogOffset int64             `json:"commitLogOffset"`
-	ReconsumeTimes  int32             `json:"reconsumeTimes"`
-	BornTime        time_             `json:"bornTime"`
-	StoreTime       time_             `json:"storeTime"`
-	BornHost        string            `json:"bornHost"`
-	StoreHost       string            `json:"storeHost"`
-	Properties      map[string]string `json:"properties,omitempty"`
-	// Body is the body when it is valid UTF-8 (cut at maxBody), else
-	// BodyBase64 holds it.
-	Body       string `json:"body,omitempty"`
-	BodyBase64 string `json:"bodyBase64,omitempty"`
-	BodySize   int    `json:"bodySize"`
+	ops.MessageFields
+	Tag        string `json:"tag,omitempty"`
+	BrokerName string `json:"brokerName"`
+	BornTime   time_  `json:"bornTime"`
+	StoreTime  time_  `json:"storeTime"`
 }
 
 func viewOf(m *mqclient.MessageExt) MessageView {
-	v := MessageView{MsgID: m.MsgID, OffsetMsgID: m.OffsetMsgID, Topic: m.Topic, Tag: m.Tag, Keys: m.Keys, BrokerName: m.Queue.BrokerName,
-		QueueID: m.Queue.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset, ReconsumeTimes: m.ReconsumeTimes,
-		BornTime: time_{m.BornTimestamp}, StoreTime: time_{m.StoreTimestamp}, BornHost: m.BornHost, StoreHost: m.StoreHost,
-		Properties: m.Properties, BodySize: len(m.Body)}
-	body := m.Body
-	if len(body) > maxBody {
-		body = body[:maxBody]
-	}
-	if utf8.Valid(body) {
-		v.Body = string(body)
-	} else {
-		v.BodyBase64 = base64.StdEncoding.EncodeToString(body)
-	}
-	return v
+	return MessageView{MessageFields: ops.FieldsOf(m, maxBody), Tag: m.Tag, BrokerName: m.Queue.BrokerName,
+		BornTime: time_{m.BornTimestamp}, StoreTime: time_{m.StoreTimestamp}}
 }
 
 // SortedProperties returns the properties as sorted key/value pairs.
@@ -84,23 +57,14 @@ type SearchView struct {
 	Searched bool          `json:"-"`
 }
 
-// parseTime reads Unix milliseconds, "now", RFC 3339, or the
-// datetime-local input format (local time).
+// parseTime reads a point in time (ops.ParseTime); a bad one is
+// ErrBadRequest.
 func parseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "now" {
-		return time.Now(), nil
+	t, err := ops.ParseTime(s)
+	if err != nil {
+		return t, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	var ms int64
-	if _, err := fmt.Sscanf(s, "%d", &ms); err == nil && fmt.Sprint(ms) == s {
-		return time.UnixMilli(ms), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%w: bad time %q: want Unix ms, now, RFC 3339 or yyyy-mm-ddThh:mm", ErrBadRequest, s)
+	return t, nil
 }
 
 // search finds messages by offset or unique id, by key, or by store time.
@@ -147,34 +111,14 @@ func (s *Server) search(ctx context.Context, q SearchQuery) ([]MessageView, erro
 // findByID looks id up as an offset message id, then as a unique (client)
 // id of topic.
 func (s *Server) findByID(ctx context.Context, topic, id string) ([]*mqclient.MessageExt, error) {
-	if _, _, err := protocol.ParseOffsetMsgID(id); err == nil {
-		if m, err := s.admin.ViewMessage(ctx, id); err == nil {
-			if m.Queue.BrokerName == "" {
-				m.Queue.BrokerName = s.brokerNameOf(ctx, m.StoreHost)
-			}
-			return []*mqclient.MessageExt{m}, nil
-		} else if topic == "" {
-			return nil, fmt.Errorf("%w: message %s: %v", ErrNotFound, id, err)
-		}
+	ms, err := ops.FindByID(ctx, s.admin, topic, id)
+	switch {
+	case errors.Is(err, ops.ErrNotFound):
+		return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, ops.ErrNeedTopic):
+		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	if topic == "" {
-		return nil, fmt.Errorf("%w: %q is not an offset message id; choose its topic to look it up as a unique id", ErrBadRequest, id)
-	}
-	return s.admin.QueryByUniqID(ctx, topic, id)
-}
-
-// brokerNameOf maps a store host address to its broker name ("" if none).
-func (s *Server) brokerNameOf(ctx context.Context, addr string) string {
-	bs, err := s.brokers(ctx)
-	if err != nil {
-		return ""
-	}
-	for _, b := range bs {
-		if b.Addr == addr {
-			return b.BrokerName
-		}
-	}
-	return ""
+	return ms, err
 }
 
 // byTime reads the messages of q.Topic stored between q.Begin and q.End
@@ -203,64 +147,15 @@ func (s *Server) byTime(ctx context.Context, q SearchQuery) ([]*mqclient.Message
 		return nil, err
 	}
 	var out []*mqclient.MessageExt
-	err = s.scan(ctx, qs, func(mq mqclient.Queue) (int64, error) {
+	err = ops.PullRange(ctx, s.pull, qs, func(mq mqclient.Queue) (int64, error) {
 		return s.admin.SearchOffset(ctx, master[mq.BrokerName], mq, begin)
-	}, q.Max, func(m *mqclient.MessageExt) bool {
-		if m.StoreTimestamp.After(end) {
-			return false
-		}
+	}, q.Max, end, func(m *mqclient.MessageExt) bool {
 		if !m.StoreTimestamp.Before(begin) {
 			out = append(out, m)
 		}
 		return true
 	})
 	return out, err
-}
-
-// scan pulls each queue of qs from its start offset up to the queue end
-// as it was when the queue's reading began, at most limit messages in
-// total. visit returning false ends the queue (not the scan).
-func (s *Server) scan(ctx context.Context, qs []mqclient.Queue, start func(mqclient.Queue) (int64, error), limit int,
-	visit func(*mqclient.MessageExt) bool) error {
-	n := 0
-	for _, q := range qs {
-		off, err := start(q)
-		if err != nil {
-			return err
-		}
-		stop := int64(-1)
-	queue:
-		for n < limit {
-			res, err := s.pull.Pull(ctx, q, "*", off, min(32, limit-n), 0)
-			if err != nil {
-				return err
-			}
-			if stop < 0 {
-				stop = res.MaxOffset
-			}
-			if res.Status == mqclient.PullOffsetIllegal {
-				if res.NextOffset == off {
-					break
-				}
-				off = res.NextOffset
-				continue
-			}
-			for _, m := range res.Messages {
-				if m.QueueOffset >= stop {
-					break queue
-				}
-				n++
-				if !visit(m) || n >= limit {
-					break queue
-				}
-			}
-			if res.Status == mqclient.PullNoNewMessage || res.NextOffset <= off || res.NextOffset >= stop {
-				break
-			}
-			off = res.NextOffset
-		}
-	}
-	return nil
 }
 
 // Delivery is a consumer group's state for one message.

@@ -2,61 +2,29 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // brokerRef is one broker process.
-type brokerRef struct {
-	Cluster    string `json:"cluster"`
-	BrokerName string `json:"brokerName"`
-	BrokerID   int64  `json:"brokerId"`
-	Addr       string `json:"addr"`
-}
+type brokerRef = ops.Broker
 
 // brokers lists the brokers the NameServers know, sorted by cluster, name
 // and id, limited to cluster when it is set and to masters when
-// mastersOnly is set.
+// mastersOnly is set; none is an error.
 func brokers(ctx context.Context, a *mqclient.Admin, cluster string, mastersOnly bool) ([]brokerRef, error) {
-	ci, err := a.ClusterInfo(ctx)
-	if err != nil {
-		return nil, err
+	out, err := ops.Brokers(ctx, a, cluster, mastersOnly)
+	if err == nil && len(out) == 0 {
+		err = errors.New("the NameServers know no broker")
 	}
-	var out []brokerRef
-	for name, bd := range ci.BrokerAddrTable {
-		if cluster != "" && bd.Cluster != cluster {
-			continue
-		}
-		for id, addr := range bd.BrokerAddrs {
-			if mastersOnly && id != protocol.MasterID {
-				continue
-			}
-			out = append(out, brokerRef{Cluster: bd.Cluster, BrokerName: name, BrokerID: id, Addr: addr})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.Cluster != y.Cluster {
-			return x.Cluster < y.Cluster
-		}
-		if x.BrokerName != y.BrokerName {
-			return x.BrokerName < y.BrokerName
-		}
-		return x.BrokerID < y.BrokerID
-	})
-	if len(out) == 0 {
-		if cluster != "" {
-			return nil, fmt.Errorf("no broker in cluster %q", cluster)
-		}
-		return nil, fmt.Errorf("the NameServers know no broker")
-	}
-	return out, nil
+	return out, err
 }
 
 // targets resolves -b addr / -c cluster into the brokers to ask. An

@@ -10,17 +10,13 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // progressRow is one queue of consumerProgress.
 type progressRow struct {
-	Topic          string    `json:"topic"`
-	BrokerName     string    `json:"brokerName"`
-	QueueID        int32     `json:"queueId"`
-	BrokerOffset   int64     `json:"brokerOffset"`
-	ConsumerOffset int64     `json:"consumerOffset"`
-	Lag            int64     `json:"lag"`
-	LastTimestamp  time.Time `json:"lastTimestamp"`
+	ops.QueueProgress
+	LastTimestamp time.Time `json:"lastTimestamp"`
 }
 
 // progressView is consumerProgress's JSON output.
@@ -51,30 +47,15 @@ func runConsumerProgress(ctx context.Context, e *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	v := progressView{Group: *group, Queues: []progressRow{}}
-	for _, b := range bs {
-		st, err := a.ConsumeStats(ctx, b.Addr, *group, *topic)
-		if err != nil {
-			return fmt.Errorf("consume stats of %s on %s: %w", *group, b.BrokerName, err)
-		}
-		v.ConsumeTps += st.ConsumeTps
-		for q, w := range st.OffsetTable {
-			r := progressRow{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID, BrokerOffset: w.BrokerOffset,
-				ConsumerOffset: w.ConsumerOffset, Lag: max(0, w.BrokerOffset-w.ConsumerOffset), LastTimestamp: time.UnixMilli(w.LastTimestamp)}
-			v.TotalLag += r.Lag
-			v.Queues = append(v.Queues, r)
-		}
+	qs, tps, err := ops.Progress(ctx, a, bs, *group, *topic)
+	if err != nil {
+		return err
 	}
-	sort.Slice(v.Queues, func(i, j int) bool {
-		x, y := v.Queues[i], v.Queues[j]
-		if x.Topic != y.Topic {
-			return x.Topic < y.Topic
-		}
-		if x.BrokerName != y.BrokerName {
-			return x.BrokerName < y.BrokerName
-		}
-		return x.QueueID < y.QueueID
-	})
+	v := progressView{Group: *group, Queues: []progressRow{}, ConsumeTps: tps}
+	for _, q := range qs {
+		v.TotalLag += q.Lag
+		v.Queues = append(v.Queues, progressRow{QueueProgress: q, LastTimestamp: q.LastConsumed})
+	}
 	if len(v.Queues) == 0 {
 		return fmt.Errorf("group %s has no offsets or subscriptions on any broker", *group)
 	}
@@ -91,12 +72,8 @@ func runConsumerProgress(ctx context.Context, e *cli, args []string) error {
 
 // connectionView is consumerConnection's JSON output.
 type connectionView struct {
-	Group            string                      `json:"group"`
-	Connections      []protocol.Connection       `json:"connections"`
-	Subscriptions    []protocol.SubscriptionData `json:"subscriptions"`
-	ConsumeType      string                      `json:"consumeType"`
-	MessageModel     string                      `json:"messageModel"`
-	ConsumeFromWhere string                      `json:"consumeFromWhere"`
+	Group string `json:"group"`
+	ops.GroupConnections
 }
 
 // errNotOnline: no broker knows a live member of the group.
@@ -109,38 +86,14 @@ func consumerConnections(ctx context.Context, a *mqclient.Admin, group, cluster 
 	if err != nil {
 		return nil, err
 	}
-	v := &connectionView{Group: group, Connections: []protocol.Connection{}, Subscriptions: []protocol.SubscriptionData{}}
-	seenClient, seenTopic := map[string]bool{}, map[string]bool{}
-	online := false
-	for _, b := range bs {
-		cc, err := a.ConsumerConnections(ctx, b.Addr, group)
-		if err != nil {
-			return nil, fmt.Errorf("connections of %s on %s: %w", group, b.BrokerName, err)
-		}
-		if cc == nil {
-			continue
-		}
-		online = true
-		v.ConsumeType, v.MessageModel, v.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
-		for _, c := range cc.ConnectionSet {
-			if !seenClient[c.ClientID] {
-				seenClient[c.ClientID] = true
-				v.Connections = append(v.Connections, c)
-			}
-		}
-		for t, s := range cc.SubscriptionTable {
-			if !seenTopic[t] {
-				seenTopic[t] = true
-				v.Subscriptions = append(v.Subscriptions, s)
-			}
-		}
+	gc, online, err := ops.Connections(ctx, a, bs, group)
+	if err != nil {
+		return nil, err
 	}
 	if !online {
 		return nil, fmt.Errorf("%w: %s", errNotOnline, group)
 	}
-	sort.Slice(v.Connections, func(i, j int) bool { return v.Connections[i].ClientID < v.Connections[j].ClientID })
-	sort.Slice(v.Subscriptions, func(i, j int) bool { return v.Subscriptions[i].Topic < v.Subscriptions[j].Topic })
-	return v, nil
+	return &connectionView{Group: group, GroupConnections: *gc}, nil
 }
 
 func runConsumerConnection(ctx context.Context, e *cli, args []string) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 func runDLQ(ctx context.Context, e *cli, args []string) error {
@@ -132,42 +133,6 @@ type resendResult struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// resendDrop are properties the broker or client manages; a re-sent
-// message gets fresh ones.
-var resendDrop = map[string]bool{
-	protocol.PropUniqKey: true, protocol.PropRetryTopic: true, protocol.PropOriginMessageID: true, protocol.PropRealTopic: true,
-	protocol.PropRealQueueID: true, protocol.PropDelayLevel: true, protocol.PropCluster: true, protocol.PropMinOffset: true,
-	protocol.PropMaxOffset: true, protocol.PropReconsumeTime: true, protocol.PropMaxReconsumeTimes: true,
-	protocol.PropConsumeStartTime: true, protocol.PropWaitStoreMsgOK: true, protocol.PropTransactionPrepared: true,
-	protocol.PropProducerGroup: true, protocol.PropMsgRegion: true, protocol.PropTraceSwitch: true,
-	protocol.PropTransactionCheckTimes: true, protocol.PropTranPreparedQueueOffset: true, protocol.PropTransactionID: true,
-	protocol.PropTimerDeliverMS: true, protocol.PropTimerDelayMS: true, protocol.PropTimerDelaySec: true,
-}
-
-// resendMessage builds the copy of dead letter m to send to target. A copy
-// sent to the group's retry topic carries RETRY_TOPIC = the original topic,
-// so the group's consumers see it under that topic (and other groups never
-// see it); ORIGIN_MESSAGE_ID keeps the first id for idempotency checks.
-func resendMessage(m *mqclient.MessageExt, origin, target string) *mqclient.Message {
-	out := &mqclient.Message{Topic: target, Body: m.Body, Tag: m.Tag, Keys: m.Keys, ShardingKey: m.ShardingKey, Flag: m.Flag,
-		Properties: map[string]string{}}
-	for k, v := range m.Properties {
-		if !resendDrop[k] {
-			out.Properties[k] = v
-		}
-	}
-	if strings.HasPrefix(target, mqclient.RetryTopicPrefix) {
-		out.Properties[protocol.PropRetryTopic] = origin
-	}
-	first := m.Properties[protocol.PropOriginMessageID]
-	if first == "" {
-		first = m.MsgID
-	}
-	out.Properties[protocol.PropOriginMessageID] = first
-	out.Properties["RESEND_OF"] = m.OffsetMsgID
-	return out
-}
-
 // runDLQResend re-sends dead letters, by default to %RETRY%group (only the
 // failed group consumes them again), with --to-origin to the original
 // topic (every group subscribed to it sees them). Sends are rate limited
@@ -233,21 +198,16 @@ func runDLQResend(ctx context.Context, e *cli, args []string) error {
 			case <-tick.C:
 			}
 		}
-		origin := m.Properties[protocol.PropRetryTopic]
 		r := resendResult{Offset: m.QueueOffset, OffsetMsgID: m.OffsetMsgID, MsgID: m.MsgID}
+		var err error
+		r.Target, err = ops.ResendTarget(m, sel.group, *toOrigin)
 		switch {
-		case origin == "":
-			r.Error = "the dead letter has no RETRY_TOPIC property: original topic unknown"
-		case *toOrigin:
-			r.Target = origin
-		default:
-			r.Target = mqclient.RetryTopicPrefix + sel.group
-		}
-		if r.Error == "" && *dry {
+		case err != nil:
+			r.Error = err.Error()
+		case *dry:
 			r.OK = true
-		} else if r.Error == "" {
-			res, err := p.Send(ctx, resendMessage(m, origin, r.Target))
-			if err != nil {
+		default:
+			if res, err := p.Send(ctx, ops.ResendCopy(m, r.Target)); err != nil {
 				r.Error = err.Error()
 			} else {
 				r.OK, r.NewMsgID, r.Queue = true, res.MsgID, res.Queue.String()

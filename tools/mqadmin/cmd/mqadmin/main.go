@@ -16,15 +16,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // Version is set at build time (-ldflags "-X main.Version=...").
@@ -288,35 +290,7 @@ func fmtTime(t time.Time) string {
 }
 
 // parseTime reads a point in time: Unix milliseconds, "now", RocketMQ's
-// yyyy-MM-dd#HH:mm:ss:SSS, or RFC 3339.
-func parseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "now" {
-		return time.Now(), nil
-	}
-	var ms int64
-	if _, err := fmt.Sscanf(s, "%d", &ms); err == nil && fmt.Sprint(ms) == s {
-		return time.UnixMilli(ms), nil
-	}
-	if i := strings.LastIndexByte(s, ':'); strings.Contains(s, "#") && i > 0 {
-		// Go layouts need a '.' before fractional seconds.
-		if t, err := time.ParseInLocation("2006-01-02#15:04:05.000", s[:i]+"."+s[i+1:], time.Local); err == nil {
-			return t, nil
-		}
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("bad time %q: want Unix ms, now, yyyy-MM-dd#HH:mm:ss:SSS or RFC 3339", s)
-}
+// yyyy-MM-dd#HH:mm:ss:SSS, or RFC 3339 (ops.ParseTime).
+func parseTime(s string) (time.Time, error) { return ops.ParseTime(s) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

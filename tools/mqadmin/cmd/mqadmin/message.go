@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/tools/ops"
 )
 
 // toolsGroup is the group mqadmin pulls with (RocketMQ's tools use the
@@ -21,39 +20,17 @@ const toolsGroup = "TOOLS_CONSUMER"
 
 // messageView is how mqadmin prints a message.
 type messageView struct {
-	MsgID           string            `json:"msgId"`
-	OffsetMsgID     string            `json:"offsetMsgId"`
-	Topic           string            `json:"topic"`
-	Tags            string            `json:"tags,omitempty"`
-	Keys            []string          `json:"keys,omitempty"`
-	BrokerName      string            `json:"brokerName,omitempty"`
-	QueueID         int32             `json:"queueId"`
-	QueueOffset     int64             `json:"queueOffset"`
-	CommitLogOffset int64             `json:"commitLogOffset"`
-	ReconsumeTimes  int32             `json:"reconsumeTimes"`
-	BornTimestamp   time.Time         `json:"bornTimestamp"`
-	StoreTimestamp  time.Time         `json:"storeTimestamp"`
-	BornHost        string            `json:"bornHost"`
-	StoreHost       string            `json:"storeHost"`
-	SysFlag         int32             `json:"sysFlag"`
-	Properties      map[string]string `json:"properties,omitempty"`
-	// Body is the body when it is valid UTF-8; BodyBase64 otherwise.
-	Body       string `json:"body,omitempty"`
-	BodyBase64 string `json:"bodyBase64,omitempty"`
-	BodySize   int    `json:"bodySize"`
+	ops.MessageFields
+	Tags           string    `json:"tags,omitempty"`
+	BrokerName     string    `json:"brokerName,omitempty"`
+	BornTimestamp  time.Time `json:"bornTimestamp"`
+	StoreTimestamp time.Time `json:"storeTimestamp"`
+	SysFlag        int32     `json:"sysFlag"`
 }
 
 func viewOf(m *mqclient.MessageExt) messageView {
-	v := messageView{MsgID: m.MsgID, OffsetMsgID: m.OffsetMsgID, Topic: m.Topic, Tags: m.Tag, Keys: m.Keys, BrokerName: m.Queue.BrokerName,
-		QueueID: m.Queue.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset, ReconsumeTimes: m.ReconsumeTimes,
-		BornTimestamp: m.BornTimestamp, StoreTimestamp: m.StoreTimestamp, BornHost: m.BornHost, StoreHost: m.StoreHost,
-		SysFlag: m.SysFlag, Properties: m.Properties, BodySize: len(m.Body)}
-	if utf8.Valid(m.Body) {
-		v.Body = string(m.Body)
-	} else {
-		v.BodyBase64 = base64.StdEncoding.EncodeToString(m.Body)
-	}
-	return v
+	return messageView{MessageFields: ops.FieldsOf(m, 0), Tags: m.Tag, BrokerName: m.Queue.BrokerName,
+		BornTimestamp: m.BornTimestamp, StoreTimestamp: m.StoreTimestamp, SysFlag: m.SysFlag}
 }
 
 // printMessage writes one message as "key: value" lines.
@@ -115,22 +92,12 @@ func runQueryMsgByID(ctx context.Context, e *cli, args []string) error {
 		return err
 	}
 	defer shutdown(a)
-	var ms []*mqclient.MessageExt
-	if _, _, perr := protocol.ParseOffsetMsgID(*id); perr == nil {
-		m, err := a.ViewMessage(ctx, *id)
-		if err == nil {
-			ms = append(ms, m)
-		} else if *topic == "" {
-			return err
-		}
+	ms, err := ops.FindByID(ctx, a, *topic, *id)
+	if errors.Is(err, ops.ErrNeedTopic) {
+		return usagef("%q is not an offset message id; give -t topic to look it up as a unique id", *id)
 	}
-	if len(ms) == 0 {
-		if *topic == "" {
-			return usagef("%q is not an offset message id; give -t topic to look it up as a unique id", *id)
-		}
-		if ms, err = a.QueryByUniqID(ctx, *topic, *id); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	if len(ms) == 0 {
 		return fmt.Errorf("message %s not found", *id)
@@ -301,62 +268,10 @@ func runSendMessage(ctx context.Context, e *cli, args []string) error {
 	})
 }
 
-// pullRange reads the messages of qs, each from its start offset up to
-// the queue's end as it was when reading began, at most limit in total
-// (0 = no limit), stopping at messages stored after end (zero = no end).
-// visit is called for each message in queue order; returning false stops.
+// pullRange reads the messages of qs (ops.PullRange).
 func pullRange(ctx context.Context, pc *mqclient.PullConsumer, qs []mqclient.Queue, start func(mqclient.Queue) (int64, error),
 	limit int, end time.Time, visit func(*mqclient.MessageExt) bool) error {
-	n := 0
-	for _, q := range qs {
-		off, err := start(q)
-		if err != nil {
-			return err
-		}
-		stop := int64(-1)
-		for {
-			if limit > 0 && n >= limit {
-				return nil
-			}
-			batch := 32
-			if limit > 0 {
-				batch = min(batch, limit-n)
-			}
-			res, err := pc.Pull(ctx, q, "*", off, batch, 0)
-			if err != nil {
-				return err
-			}
-			if stop < 0 {
-				stop = res.MaxOffset
-			}
-			if res.Status == mqclient.PullOffsetIllegal {
-				if res.NextOffset == off {
-					break
-				}
-				off = res.NextOffset
-				continue
-			}
-			done := false
-			for _, m := range res.Messages {
-				if m.QueueOffset >= stop || (!end.IsZero() && m.StoreTimestamp.After(end)) {
-					done = true
-					break
-				}
-				n++
-				if !visit(m) {
-					return nil
-				}
-				if limit > 0 && n >= limit {
-					return nil
-				}
-			}
-			if done || res.Status == mqclient.PullNoNewMessage || res.NextOffset <= off || res.NextOffset >= stop {
-				break
-			}
-			off = res.NextOffset
-		}
-	}
-	return nil
+	return ops.PullRange(ctx, pc, qs, start, limit, end, visit)
 }
 
 // searchOffset returns the first offset of q stored at or after t.
