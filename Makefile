@@ -48,10 +48,10 @@ cluster-test: ## run the multi-process replication and failover tests (broker/cl
 	@cd controller/failovertest && $(GO) test -tags cluster -count=1 -timeout 15m .
 
 .PHONY: chaos
-chaos: ## randomized fault campaign + history checker, as root (SEED=1 DURATION=5m DRAIN=2m; docs/reliability.md)
+chaos: ## randomized fault campaign + history checker, as root (SEED=1 DURATION=5m MODE=masterslave|controller DRAIN=2m; docs/reliability.md)
 	@mkdir -p $(BIN)
 	@cd tools/chaos && $(GO) build -o $(BIN)/chaos ./cmd/chaos
-	@$(BIN)/chaos -root $(CURDIR) -seed $(or $(SEED),1) -duration $(or $(DURATION),5m) -drain $(or $(DRAIN),2m)
+	@$(BIN)/chaos -root $(CURDIR) -seed $(or $(SEED),1) -duration $(or $(DURATION),5m) -mode $(or $(MODE),masterslave) -drain $(or $(DRAIN),2m)
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)

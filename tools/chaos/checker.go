@@ -14,6 +14,11 @@ import (
 // setup event.
 var ErrBadHistory = errors.New("chaos: bad history")
 
+// ConfigDurable is the setup Config key naming the one send status that
+// makes a message durable under the campaign's faults; absent, every
+// status does (master/slave: no failover, no disk lost).
+const ConfigDurable = "durable_status"
+
 // EarlyTolerance is how much earlier than its NotBefore time a delayed or
 // timer message may be delivered without a violation: the broker keeps
 // delivery times in milliseconds, the history in nanoseconds.
@@ -47,12 +52,16 @@ type OpCount struct {
 
 // Report is what Check found.
 type Report struct {
-	Events     int
-	Ops        map[string]*OpCount // by op, messages' operations only
-	Messages   map[string]int      // by op: messages acknowledged
-	Faults     map[string]int      // by fault kind
-	Deliveries map[string]int      // by group
-	Duplicates map[string]int      // by group: deliveries beyond a message's first
+	Events   int
+	Ops      map[string]*OpCount // by op, messages' operations only
+	Messages map[string]int      // by op: messages acknowledged
+	Faults   map[string]int      // by fault kind: faults injected
+	// FaultsFailed (by kind) are faults whose injection failed (nothing
+	// was done); FaultErrors holds the last error of each such kind.
+	FaultsFailed map[string]int
+	FaultErrors  map[string]string
+	Deliveries   map[string]int // by group
+	Duplicates   map[string]int // by group: deliveries beyond a message's first
 	// Replays (by group) are the duplicates delivered from a queue offset
 	// the group had already been given (the consumer side: offsets not
 	// committed before a crash, pause or rebalance); the other duplicates
@@ -97,9 +106,12 @@ type sent struct {
 func (s *sent) acked() bool { return s.done != nil && s.done.Type == OK }
 
 // required reports whether every group of the message's topic must
-// receive it.
-func (s *sent) required() bool {
+// receive it; durable, if set, is the only send status that counts.
+func (s *sent) required(durable string) bool {
 	if !s.acked() || s.recall != nil || s.recallNF != nil || s.recallMaybe != nil {
+		return false
+	}
+	if durable != "" && s.done.Status != durable {
 		return false
 	}
 	return s.op != OpTx || s.intent == "commit" || s.intent == "unknown-commit"
@@ -120,7 +132,7 @@ func CheckLive(events []Event, grace time.Duration) (*Report, error) {
 	c := &checker{r: &Report{Events: len(events), Ops: map[string]*OpCount{}, Messages: map[string]int{},
 		Faults: map[string]int{}, Deliveries: map[string]int{}, Duplicates: map[string]int{},
 		Required: map[string]int{}, ViolByKind: map[string]int{}, Replays: map[string]int{}, Recalls: map[string]int{},
-		OffsetRewinds: map[string]int{}},
+		OffsetRewinds: map[string]int{}, FaultsFailed: map[string]int{}, FaultErrors: map[string]string{}},
 		msgs: map[string]*sent{}, delivered: map[string]map[string][]*Event{}, orderState: map[string]*keyOrder{}}
 	if err := c.scanOps(events); err != nil {
 		return c.r, err
@@ -160,7 +172,10 @@ func (c *checker) scanOps(events []Event) error {
 		case OpSetup:
 			c.setup = e
 		case OpFault:
-			if e.Type == Invoke {
+			if e.Type == Invoke && e.Error != "" {
+				r.FaultsFailed[e.Fault]++
+				r.FaultErrors[e.Fault] = e.Error
+			} else if e.Type == Invoke {
 				r.Faults[e.Fault]++
 				if faultStart == nil {
 					faultStart = e
@@ -327,7 +342,7 @@ func (c *checker) lost() {
 		topics := c.setup.Groups[g]
 		for _, id := range ids {
 			s := c.msgs[id]
-			if !slices.Contains(topics, s.topic) || !s.required() || c.tooRecent(s) {
+			if !slices.Contains(topics, s.topic) || !s.required(c.setup.Config[ConfigDurable]) || c.tooRecent(s) {
 				continue
 			}
 			c.r.Required[g]++
@@ -348,14 +363,16 @@ func (c *checker) tooRecent(s *sent) bool {
 }
 
 // offsets checks that each group's committed offset of a queue never
-// moves backwards, except across a restart of the master.
+// moves backwards, except across a restart or a change of the master (a
+// promoted slave has the offsets last copied from the old master).
 func (c *checker) offsets(events []Event) {
 	high := map[string]*Event{}   // group+queue -> highest reading since the last master restart
 	before := map[string]*Event{} // the highest reading before it
 	for i := range events {
 		e := &events[i]
 		switch {
-		case e.Op == OpFault && e.Type == Invoke && e.Fault == FKill && e.Target == "master":
+		case e.Op == OpFault && e.Type == Invoke && e.Fault == FKill && strings.HasPrefix(e.Target, "master"),
+			e.Op == OpMaster:
 			for k, h := range high {
 				before[k] = h
 			}
@@ -480,6 +497,9 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 	}
 	sort.Strings(fk)
 	fmt.Fprintf(w, "faults: %d (%s)\n", total, strings.Join(fk, " "))
+	for _, k := range sortedKeys(r.FaultsFailed) {
+		fmt.Fprintf(w, "NOT APPLIED: %d %s faults, their injection failed (not counted above): %s\n", r.FaultsFailed[k], k, r.FaultErrors[k])
+	}
 	for _, g := range sortedKeys(r.Deliveries) {
 		fmt.Fprintf(w, "  group %-26s required %6d  deliveries %6d  duplicates %5d (replayed offsets %d, stored twice %d)\n",
 			g, r.Required[g], r.Deliveries[g], r.Duplicates[g], r.Replays[g], r.Duplicates[g]-r.Replays[g])

@@ -232,6 +232,18 @@ func TestCheckCounts(t *testing.T) {
 	if r.Replays["g"] != 1 {
 		t.Errorf("replays %v, want 1 of the 2 duplicates", r.Replays)
 	}
+	h2 := newHist()
+	h2.add(Event{Process: "nemesis", Type: Invoke, Op: OpFault, Fault: FSlowLink, Target: "ns1", Error: "tc: unknown qdisc"})
+	h2.add(Event{Process: "nemesis", Type: OK, Op: OpFault, Fault: FSlowLink, Target: "ns1"})
+	r2, err := Check(h2.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b2 bytes.Buffer
+	r2.Print(&b2, 0)
+	if r2.Faults[FSlowLink] != 0 || r2.FaultsFailed[FSlowLink] != 1 || !strings.Contains(b2.String(), "NOT APPLIED: 1 slow-link faults") {
+		t.Errorf("a fault that failed to apply: faults %v failed %v\n%s", r2.Faults, r2.FaultsFailed, b2.String())
+	}
 	if r.Faults[FKill] != 1 {
 		t.Errorf("faults %v", r.Faults)
 	}
@@ -300,9 +312,9 @@ func TestHistoryRoundTrip(t *testing.T) {
 }
 
 func TestScheduleReproducible(t *testing.T) {
-	a := Schedule(7, 10*time.Minute, ConsumerInstances)
-	b := Schedule(7, 10*time.Minute, ConsumerInstances)
-	c := Schedule(8, 10*time.Minute, ConsumerInstances)
+	a := Schedule(7, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
+	b := Schedule(7, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
+	c := Schedule(8, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
 	if len(a) == 0 || len(a) != len(b) {
 		t.Fatalf("lengths %d %d", len(a), len(b))
 	}

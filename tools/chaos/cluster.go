@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,11 +20,14 @@ const (
 	nameServerPort = 21876
 	brokerPort     = 21911
 	haPort         = 21912
+
+	controllerPort     = 21878
+	controllerRaftPort = 21880
 )
 
 // Binaries are the paths of the built daemons.
 type Binaries struct {
-	Broker, NameServer string
+	Broker, NameServer, Controller string
 }
 
 // Build compiles the broker and the NameServer of the repository at root
@@ -33,10 +37,12 @@ func Build(root, dir string) (Binaries, error) {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	b := Binaries{Broker: filepath.Join(dir, "broker"), NameServer: filepath.Join(dir, "nameserver")}
+	b := Binaries{Broker: filepath.Join(dir, "broker"), NameServer: filepath.Join(dir, "nameserver"),
+		Controller: filepath.Join(dir, "controller")}
 	for _, t := range []struct{ out, src string }{
 		{b.Broker, filepath.Join(root, "broker", "cmd", "broker")},
 		{b.NameServer, filepath.Join(root, "nameserver", "cmd", "nameserver")},
+		{b.Controller, filepath.Join(root, "controller", "cmd", "controller")},
 	} {
 		cmd := exec.Command(goBin, "build", "-o", t.out, ".")
 		cmd.Dir = t.src
@@ -48,22 +54,83 @@ func Build(root, dir string) (Binaries, error) {
 	return b, nil
 }
 
+// Cluster modes.
+const (
+	// ModeMasterSlave: a SYNC_MASTER and its SLAVE (RocketMQ 4.x), no
+	// failover: while the master is down nobody takes writes.
+	ModeMasterSlave = "masterslave"
+	// ModeController: three controllers (Raft) and two brokers in
+	// controller mode (SYNC_MASTER flavour, allAckInSyncStateSet): the
+	// controller elects a new master when the master is lost.
+	ModeController = "controller"
+)
+
 // Cluster is the system under test: two NameServers and one broker group
-// (a SYNC_MASTER and its SLAVE, both SYNC_FLUSH), each process on a host
-// of its own.
+// of two brokers (SYNC_FLUSH), and in controller mode three controllers,
+// each process on a host of its own. In master/slave mode the brokers'
+// hosts are "master" and "slave"; in controller mode "b1" and "b2", and
+// which is master is asked of the NameServers (Roles).
 type Cluster struct {
-	Net        *Network
-	NameSrv    []*Process
-	Master     *Process
-	Slave      *Process
-	BrokerName string
-	dir        string
-	mounts     []string
+	Net         *Network
+	Mode        string
+	NameSrv     []*Process
+	Controllers []*Process
+	Brokers     []*Process
+	BrokerName  string
+	dir         string
+	mounts      []string
+
+	admin *mqclient.Admin // set by WaitReady, for Roles
 }
 
-// Procs returns every process, NameServers first.
+// Procs returns every process: NameServers, controllers, brokers.
 func (c *Cluster) Procs() []*Process {
-	return append(append([]*Process{}, c.NameSrv...), c.Master, c.Slave)
+	out := append([]*Process{}, c.NameSrv...)
+	out = append(out, c.Controllers...)
+	return append(out, c.Brokers...)
+}
+
+// Roles returns the current master and slave broker processes. In
+// controller mode the master is the broker the NameServers route as
+// broker id 0; when none is (an election in progress) the first broker
+// stands for "master".
+func (c *Cluster) Roles(ctx context.Context) (master, slave *Process) {
+	if c.Mode != ModeController || c.admin == nil {
+		return c.Brokers[0], c.Brokers[1]
+	}
+	if addr := c.MasterAddr(ctx); addr == c.Brokers[1].Addr {
+		return c.Brokers[1], c.Brokers[0]
+	}
+	return c.Brokers[0], c.Brokers[1]
+}
+
+// MasterAddr returns the address the NameServers route as the broker
+// group's master (broker id 0), or "" if none.
+func (c *Cluster) MasterAddr(ctx context.Context) string {
+	if c.Mode != ModeController || c.admin == nil {
+		return c.Brokers[0].Addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ci, err := c.admin.ClusterInfo(ctx)
+	if err != nil {
+		return ""
+	}
+	return ci.BrokerAddrTable[c.BrokerName].BrokerAddrs[0]
+}
+
+// Host resolves a schedule's host name: "master" and "slave" are the
+// current roles' hosts, other names are hosts.
+func (c *Cluster) Host(ctx context.Context, name string) string {
+	switch name {
+	case "master":
+		m, _ := c.Roles(ctx)
+		return m.Host
+	case "slave":
+		_, s := c.Roles(ctx)
+		return s.Host
+	}
+	return name
 }
 
 // Proc returns the process named name, or nil.
@@ -85,13 +152,23 @@ func (c *Cluster) NameServerAddrs() []string {
 	return out
 }
 
-// BrokerConfig is the configuration a campaign checks (written to the
-// history's setup event).
-var BrokerConfig = map[string]string{
-	"brokerRole":    "SYNC_MASTER (slave: SLAVE)",
-	"flushDiskType": "SYNC_FLUSH",
-	"slaveTimeout":  "3000",
-	"store":         "tmpfs per broker; diskSpaceWarningLevelRatio 90, diskMaxUsedSpaceRatio and diskSpaceCleanForciblyRatio 100",
+// BrokerConfig returns the configuration a campaign checks (written to
+// the history's setup event).
+func BrokerConfig(mode string) map[string]string {
+	cfg := map[string]string{
+		"mode":          mode,
+		"brokerRole":    "SYNC_MASTER (slave: SLAVE)",
+		"flushDiskType": "SYNC_FLUSH",
+		"slaveTimeout":  "3000",
+		"store":         "tmpfs per broker; diskSpaceWarningLevelRatio 90, diskMaxUsedSpaceRatio and diskSpaceCleanForciblyRatio 100",
+	}
+	if mode == ModeController {
+		cfg["brokerRole"] = "SYNC_MASTER flavour, roles from 3 controllers"
+		cfg["allAckInSyncStateSet"] = "true"
+		// only SEND_OK is on every replica the controller may elect
+		cfg[ConfigDurable] = "SEND_OK"
+	}
+	return cfg
 }
 
 // StoreDir returns the store root (a tmpfs of its own) of broker host
@@ -101,8 +178,8 @@ func (c *Cluster) StoreDir(host string) string { return filepath.Join(c.dir, hos
 // StartCluster creates the hosts on net, writes the configurations under
 // dir and starts every process, waiting until each listens. Each broker's
 // store is a tmpfs of storeMiB (disk-full faults fill it).
-func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Cluster, error) {
-	c := &Cluster{Net: net, BrokerName: "chaos-a", dir: dir}
+func StartCluster(net *Network, bins Binaries, dir string, storeMiB int, mode string) (*Cluster, error) {
+	c := &Cluster{Net: net, Mode: mode, BrokerName: "chaos-a", dir: dir}
 	var nsAddrs []string
 	for _, name := range []string{"ns1", "ns2"} {
 		ip, err := net.AddHost(name)
@@ -124,10 +201,21 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Clust
 		c.NameSrv = append(c.NameSrv, &Process{Name: name, Host: name, Addr: addr,
 			Argv: net.Exec(name, bins.NameServer, "-c", conf), LogPath: filepath.Join(pdir, "nameserver.log")})
 	}
-	for _, b := range []struct {
+	ctlAddrs, err := c.addControllers(bins)
+	if err != nil {
+		return c, err
+	}
+	brokers := []struct {
 		name, role string
 		id         int
-	}{{"master", "SYNC_MASTER", 0}, {"slave", "SLAVE", 1}} {
+	}{{"master", "SYNC_MASTER", 0}, {"slave", "SLAVE", 1}}
+	if mode == ModeController {
+		brokers = []struct {
+			name, role string
+			id         int
+		}{{"b1", "SYNC_MASTER", 0}, {"b2", "SYNC_MASTER", 0}}
+	}
+	for _, b := range brokers {
 		ip, err := net.AddHost(b.name)
 		if err != nil {
 			return c, err
@@ -172,16 +260,20 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Clust
 			"mappedFileSizeCommitLog=" + fmt.Sprint(8<<20),
 			"mappedFileSizeConsumeQueue=" + fmt.Sprint(20*30000),
 		}
+		if mode == ModeController {
+			lines = append(lines,
+				"enableControllerMode=true",
+				"controllerAddr="+strings.Join(ctlAddrs, ";"),
+				"allAckInSyncStateSet=true",
+				"controllerHeartBeatTimeoutMills=3000",
+				"brokerHeartbeatInterval=500",
+				"haMaxTimeSlaveNotCatchup=6000")
+		}
 		if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			return c, err
 		}
-		p := &Process{Name: b.name, Host: b.name, Addr: fmt.Sprintf("%s:%d", ip, brokerPort),
-			Argv: net.Exec(b.name, bins.Broker, "-c", conf), LogPath: filepath.Join(pdir, "broker.log")}
-		if b.id == 0 {
-			c.Master = p
-		} else {
-			c.Slave = p
-		}
+		c.Brokers = append(c.Brokers, &Process{Name: b.name, Host: b.name, Addr: fmt.Sprintf("%s:%d", ip, brokerPort),
+			Argv: net.Exec(b.name, bins.Broker, "-c", conf), LogPath: filepath.Join(pdir, "broker.log")})
 	}
 	for _, p := range c.Procs() {
 		if err := p.Start(); err != nil {
@@ -194,13 +286,69 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int) (*Clust
 	return c, nil
 }
 
+// addControllers adds, in controller mode, the hosts and processes of
+// three controllers and returns their remoting addresses.
+func (c *Cluster) addControllers(bins Binaries) ([]string, error) {
+	if c.Mode != ModeController {
+		return nil, nil
+	}
+	names := []string{"c1", "c2", "c3"}
+	var ips, raft, rpc []string
+	for i, name := range names {
+		ip, err := c.Net.AddHost(name)
+		if err != nil {
+			return nil, err
+		}
+		ips = append(ips, ip)
+		raft = append(raft, fmt.Sprintf("n%d-%s:%d", i, ip, controllerRaftPort))
+		rpc = append(rpc, fmt.Sprintf("n%d-%s:%d", i, ip, controllerPort))
+	}
+	var addrs []string
+	for i, name := range names {
+		pdir := filepath.Join(c.dir, name)
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			return nil, err
+		}
+		conf := filepath.Join(pdir, "controller.properties")
+		body := strings.Join([]string{
+			"controllerDLegerGroup=chaos-controller",
+			"controllerDLegerPeers=" + strings.Join(raft, ";"),
+			"controllerRPCPeers=" + strings.Join(rpc, ";"),
+			fmt.Sprintf("controllerDLegerSelfId=n%d", i),
+			fmt.Sprintf("listenPort=%d", controllerPort),
+			"bindAddress=" + ips[i],
+			"controllerStorePath=" + filepath.Join(pdir, "store"),
+			"scanNotActiveBrokerInterval=1000",
+			"brokerHeartbeatTimeoutMills=3000",
+		}, "\n") + "\n"
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			return nil, err
+		}
+		addr := fmt.Sprintf("%s:%d", ips[i], controllerPort)
+		addrs = append(addrs, addr)
+		c.Controllers = append(c.Controllers, &Process{Name: name, Host: name, Addr: addr,
+			Argv: c.Net.Exec(name, bins.Controller, "-c", conf), LogPath: filepath.Join(pdir, "controller.log")})
+	}
+	return addrs, nil
+}
+
 // WaitReady waits until the master lists a connected slave and both
 // NameServers route topic (created on the master with queues queues if
 // missing).
 func (c *Cluster) WaitReady(ctx context.Context, admin *mqclient.Admin, topics []string, queues int) error {
+	c.admin = admin
+	var master string
+	for master == "" {
+		if master = c.MasterAddr(ctx); master == "" {
+			if ctx.Err() != nil {
+				return errors.New("no master routed by the NameServers")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	for _, t := range topics {
 		for {
-			err := admin.CreateTopicOn(ctx, c.Master.Addr, t, mqclient.TopicConfig{Queues: queues})
+			err := admin.CreateTopicOn(ctx, master, t, mqclient.TopicConfig{Queues: queues})
 			if err == nil {
 				break
 			}
@@ -211,7 +359,7 @@ func (c *Cluster) WaitReady(ctx context.Context, admin *mqclient.Admin, topics [
 		}
 	}
 	for {
-		st, err := admin.HAStatus(ctx, c.Master.Addr)
+		st, err := admin.HAStatus(ctx, master)
 		if err == nil && st.Server != nil && len(st.Server.Slaves) > 0 {
 			break
 		}

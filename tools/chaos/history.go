@@ -37,6 +37,7 @@ const (
 	OpHeal    = "heal"    // every fault healed, producers stopped
 	OpDrain   = "drain"   // the consumers' drain ended (ok: all seen; info: deadline)
 	OpOffset  = "offset"  // a group's committed offset of a queue, read from the master, when it changed
+	OpMaster  = "master"  // the NameServers route another broker as master (Detail: its address)
 )
 
 // Event is one line of a history file (JSON lines).

@@ -25,8 +25,8 @@ var ErrNoNetns = errors.New("chaos: network namespaces unavailable")
 //	chaos-<id>-<host>: eth0 10.21.<id>.(11+i) ──┘
 //
 // Faults: Cut drops packets with iptables inside the hosts' namespaces
-// (one way or both), Netem adds delay and loss with tc on both ends of a
-// host's link; Heal removes all of it. Nothing outside the namespaces and
+// (one way or both), SlowLink limits a host's link with tc tbf on both ends
+// and drops packets at random with iptables; Heal removes all of it. Nothing outside the namespaces and
 // the one root veth is touched. Methods are not safe for concurrent use.
 type Network struct {
 	ID    int
@@ -152,6 +152,9 @@ func (n *Network) AddHost(host string) (string, error) {
 	return addr, nil
 }
 
+// Hosts returns the hosts' names in the order they were added.
+func (n *Network) Hosts() []string { return append([]string{}, n.order...) }
+
 // Exec returns the command line that runs argv in host's namespace.
 func (n *Network) Exec(host string, argv ...string) []string {
 	return append([]string{"ip", "netns", "exec", n.nsName(host)}, argv...)
@@ -175,15 +178,37 @@ func (n *Network) Cut(from, to string) error {
 	return n.inNS(n.nsName(to), "iptables", "-A", "INPUT", "-s", n.Addr(from), "-j", "DROP")
 }
 
-// Netem applies delay and loss to every packet leaving host and every
-// packet sent to it.
-func (n *Network) Netem(host string, delayMS, jitterMS int, lossPct float64) error {
-	args := []string{"netem", "delay", fmt.Sprintf("%dms", delayMS), fmt.Sprintf("%dms", jitterMS), "loss", fmt.Sprintf("%.1f%%", lossPct)}
-	if err := n.inNS(n.nsName(host), append([]string{"tc", "qdisc", "replace", "dev", "eth0", "root"}, args...)...); err != nil {
-		return err
-	}
+// SlowLink limits host's link to rateKbit in both directions (tbf, with
+// a queue of latencyMS: packets wait, and are dropped when it is full)
+// and drops lossPct % of the packets host sends and receives at random
+// (iptables statistic). tc netem would be the usual tool; kernels without
+// sch_netem (this workplace's) have tbf and xt_statistic.
+func (n *Network) SlowLink(host string, rateKbit, latencyMS int, lossPct float64) error {
+	tbf := []string{"tbf", "rate", fmt.Sprintf("%dkbit", rateKbit), "burst", "16kb", "latency", fmt.Sprintf("%dms", latencyMS)}
+	ns := n.nsName(host)
 	peer := fmt.Sprintf("h%d", n.index(host))
-	return n.inNS(n.swName(), append([]string{"tc", "qdisc", "replace", "dev", peer, "root"}, args...)...)
+	steps := [][]string{
+		append([]string{"tc", "qdisc", "replace", "dev", "eth0", "root"}, tbf...),
+		append([]string{"ip", "netns", "exec", n.swName(), "tc", "qdisc", "replace", "dev", peer, "root"}, tbf...),
+	}
+	if lossPct > 0 {
+		p := fmt.Sprintf("%.4f", lossPct/100)
+		for _, chain := range []string{"INPUT", "OUTPUT"} {
+			steps = append(steps, []string{"iptables", "-A", chain, "-m", "statistic", "--mode", "random", "--probability", p, "-j", "DROP"})
+		}
+	}
+	for _, st := range steps {
+		var err error
+		if st[0] == "ip" {
+			err = run(st...)
+		} else {
+			err = n.inNS(ns, st...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (n *Network) index(host string) int {
@@ -195,7 +220,7 @@ func (n *Network) index(host string) int {
 	return -1
 }
 
-// Heal removes every cut and every netem qdisc. It tries all hosts and
+// Heal removes every cut, random drop and tbf qdisc. It tries all hosts and
 // returns the errors joined.
 func (n *Network) Heal() error {
 	var errs []error

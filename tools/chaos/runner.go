@@ -25,11 +25,12 @@ type Options struct {
 	Dir   string // output: history.jsonl, schedule.txt, report.txt, process logs
 	Root  string // repository root (to build the daemons)
 	Out   io.Writer
+	Mode  string // ModeMasterSlave or ModeController
 }
 
 // DefaultOptions returns the defaults (Root and Dir must still be set).
 func DefaultOptions() Options {
-	return Options{Seed: 1, Duration: 5 * time.Minute, Drain: 120 * time.Second, Out: os.Stdout}
+	return Options{Seed: 1, Duration: 5 * time.Minute, Drain: 120 * time.Second, Out: os.Stdout, Mode: ModeMasterSlave}
 }
 
 // Validate reports bad options.
@@ -46,6 +47,9 @@ func (o Options) Validate() error {
 	}
 	if o.Out == nil {
 		errs = append(errs, errors.New("out must be set"))
+	}
+	if o.Mode != ModeMasterSlave && o.Mode != ModeController {
+		errs = append(errs, fmt.Errorf("mode %q: want %s or %s", o.Mode, ModeMasterSlave, ModeController))
 	}
 	return errors.Join(errs...)
 }
@@ -68,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(o.Out, "%s chaos: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	say("seed %d, faults for %v, output %s", o.Seed, o.Duration, o.Dir)
+	say("seed %d, %s cluster, faults for %v, output %s", o.Seed, o.Mode, o.Duration, o.Dir)
 	bins, err := Build(o.Root, filepath.Join(o.Dir, "bin"))
 	if err != nil {
 		return nil, err
@@ -82,7 +86,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// the stores are tmpfs: room for the commit log of the whole run
 	// (about 60 KB/s of workload) well below the 90 % write limit
 	storeMiB := 512 + int(o.Duration.Hours()*600)
-	cl, err := StartCluster(net, bins, o.Dir, storeMiB)
+	cl, err := StartCluster(net, bins, o.Dir, storeMiB, o.Mode)
 	defer cl.Stop()
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
@@ -108,7 +112,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster not ready: %w", err)
 	}
-	say("cluster ready: nameservers %s, master %s, slave %s", strings.Join(cl.NameServerAddrs(), ","), cl.Master.Addr, cl.Slave.Addr)
+	m, sl := cl.Roles(ctx)
+	say("cluster ready: nameservers %s, master %s, slave %s", strings.Join(cl.NameServerAddrs(), ","), m.Addr, sl.Addr)
 
 	histPath := filepath.Join(o.Dir, "history.jsonl")
 	rec, err := NewRecorder(histPath)
@@ -117,16 +122,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer rec.Close()
 	cfg := map[string]string{"seed": strconv.FormatInt(o.Seed, 10), "duration": o.Duration.String()}
-	for k, v := range BrokerConfig {
+	for k, v := range BrokerConfig(o.Mode) {
 		cfg[k] = v
 	}
 	rec.Record(Event{Process: "runner", Type: OK, Op: OpSetup, Groups: Groups, Ordered: []string{GroupOrdered}, Config: cfg})
 
-	sched := Schedule(o.Seed, o.Duration, ConsumerInstances)
+	sched := Schedule(o.Seed, o.Duration, ConsumerInstances, o.Mode)
 	if err := writeSchedule(filepath.Join(o.Dir, "schedule.txt"), o.Seed, sched); err != nil {
 		return nil, err
 	}
-	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.BrokerName, cl.Master.Addr, admin, o.Seed, logger)
+	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.BrokerName,
+		func() string { return cl.MasterAddr(context.Background()) }, admin, o.Seed, logger)
 	defer wl.Close(context.Background())
 	if err := wl.Start(ctx); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
@@ -215,6 +221,15 @@ func (in *injector) apply(ctx context.Context, f Fault) {
 	if f.Peer != "" {
 		e.Target += "->" + f.Peer
 	}
+	// "master" and "slave" name the brokers holding those roles now
+	f.Target, f.Peer = in.resolve(ctx, f.Target), in.resolve(ctx, f.Peer)
+	if in.cl.Mode == ModeController {
+		e.Detail += " (hosts " + f.Target
+		if f.Peer != "" {
+			e.Detail += "->" + f.Peer
+		}
+		e.Detail += ")"
+	}
 	inv := e
 	inv.Type = Invoke
 	err := in.start(ctx, f)
@@ -246,7 +261,7 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 		return in.cl.Proc(f.Target).Pause()
 	case FIsolate:
 		var errs []error
-		for _, peer := range netPeers {
+		for _, peer := range append(in.net.Hosts(), "client") {
 			if peer != f.Target {
 				errs = append(errs, in.net.Cut(f.Target, peer), in.net.Cut(peer, f.Target))
 			}
@@ -264,8 +279,8 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 			}
 		}
 		return errors.Join(errs...)
-	case FNetem:
-		return in.net.Netem(f.Target, f.DelayMS, f.JitterMS, f.LossPct)
+	case FSlowLink:
+		return in.net.SlowLink(f.Target, f.RateKbit, f.LatencyMS, f.LossPct)
 	case FConsumerRestart:
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -281,7 +296,7 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 	switch f.Kind {
 	case FKill, FPause:
 		return in.cl.Heal()
-	case FIsolate, FPartition, FOneWay, FNetem, FBridge:
+	case FIsolate, FPartition, FOneWay, FSlowLink, FBridge:
 		return in.net.Heal()
 	case FConsumerRestart:
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -293,9 +308,26 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 	return nil
 }
 
+// resolve maps the host names of a fault ("+"-joined for bridges) to
+// the cluster's hosts.
+func (in *injector) resolve(ctx context.Context, names string) string {
+	if names == "" {
+		return ""
+	}
+	parts := strings.Split(names, "+")
+	for i, p := range parts {
+		parts[i] = in.cl.Host(ctx, p)
+	}
+	return strings.Join(parts, "+")
+}
+
 // healAll ends every fault: network, processes, consumers.
 func (in *injector) healAll(ctx context.Context) error {
-	errs := []error{in.net.Heal(), FreeDisk(in.cl.StoreDir("master")), FreeDisk(in.cl.StoreDir("slave")), in.cl.Heal()}
+	errs := []error{in.net.Heal()}
+	for _, b := range in.cl.Brokers {
+		errs = append(errs, FreeDisk(in.cl.StoreDir(b.Host)))
+	}
+	errs = append(errs, in.cl.Heal())
 	for _, name := range ConsumerInstances {
 		if !in.wl.ConsumerRunning(name) {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

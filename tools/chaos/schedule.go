@@ -13,7 +13,7 @@ const (
 	FIsolate         = "isolate"          // the host cut from every other host and the clients, both ways
 	FPartition       = "partition"        // two hosts cut from each other, both ways
 	FOneWay          = "oneway"           // packets from Target to Peer dropped, the other way passes
-	FNetem           = "netem"            // delay, jitter and loss on Target's link
+	FSlowLink        = "slow-link"        // Target's link rate-limited (queueing delay) and lossy
 	FConsumerRestart = "consumer-restart" // a consumer instance shut down, a new one started after Dur
 	FDiskFull        = "disk-full"        // a broker's store file system filled to DiskFullPct
 	// FBridge splits the hosts in two halves (Target's and Peer's, hosts
@@ -30,10 +30,7 @@ const DiskFullPct = 96
 // FaultKinds are the kinds a schedule draws from; a third of the
 // partitions drawn become bridges (a second random source decides, so
 // adding bridges did not change the other faults of a seed).
-var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FNetem, FConsumerRestart, FDiskFull}
-
-// bridges are the two ways to split the hosts for FBridge.
-var bridges = [][2]string{{"master+ns1", "slave+ns2"}, {"master+ns2", "slave+ns1"}}
+var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FSlowLink, FConsumerRestart, FDiskFull}
 
 // Fault is one step of a schedule: at At (from the campaign's start) the
 // fault begins; it is healed Dur later, then the cluster gets Gap of quiet.
@@ -45,8 +42,10 @@ type Fault struct {
 	Dur    time.Duration
 	Gap    time.Duration
 	// netem
-	DelayMS, JitterMS int
-	LossPct           float64
+	// slow-link: the link's rate (tbf, with LatencyMS of queue) and the
+	// share of packets dropped at random
+	RateKbit, LatencyMS int
+	LossPct             float64
 }
 
 func (f Fault) String() string {
@@ -54,24 +53,48 @@ func (f Fault) String() string {
 	if f.Peer != "" {
 		s += "->" + f.Peer
 	}
-	if f.Kind == FNetem {
-		s += fmt.Sprintf(" delay=%dms±%dms loss=%.1f%%", f.DelayMS, f.JitterMS, f.LossPct)
+	if f.Kind == FSlowLink {
+		s += fmt.Sprintf(" rate=%dkbit latency=%dms loss=%.1f%%", f.RateKbit, f.LatencyMS, f.LossPct)
 	}
 	return s + fmt.Sprintf(" for %v", f.Dur)
 }
 
-// The hosts and consumer instances faults choose from.
-var (
-	processTargets = []string{"master", "master", "master", "slave", "slave", "ns1", "ns2"}
-	hostTargets    = []string{"master", "slave", "ns1", "ns2"}
-	brokerTargets  = []string{"master", "slave"}
-	netPeers       = []string{"master", "slave", "ns1", "ns2", "client"}
-)
+// targets are the hosts faults choose from ("master" and "slave" are
+// resolved to the brokers holding those roles when the fault starts).
+type targets struct {
+	process, host, broker, net []string
+	bridges                    [][2]string
+}
 
-// Schedule derives the faults of a campaign of length d from seed: the
-// same seed and duration always give the same schedule. consumers names
-// the consumer instances a consumer-restart may pick.
-func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
+// targetsFor returns the targets of a cluster mode.
+func targetsFor(mode string) targets {
+	if mode == ModeController {
+		return targets{
+			process: []string{"master", "master", "master", "slave", "slave", "ns1", "ns2", "c1", "c2", "c3"},
+			host:    []string{"master", "slave", "ns1", "ns2", "c1", "c2", "c3"},
+			broker:  []string{"master", "slave"},
+			net:     []string{"master", "slave", "ns1", "ns2", "c1", "c2", "c3", "client"},
+			// the controllers' majority on the slave's side, then on the
+			// master's: the clients still reach the old master
+			bridges: [][2]string{{"master+ns1+c1", "slave+ns2+c2+c3"}, {"master+ns2+c1+c2", "slave+ns1+c3"}},
+		}
+	}
+	return targets{
+		process: []string{"master", "master", "master", "slave", "slave", "ns1", "ns2"},
+		host:    []string{"master", "slave", "ns1", "ns2"},
+		broker:  []string{"master", "slave"},
+		net:     []string{"master", "slave", "ns1", "ns2", "client"},
+		bridges: [][2]string{{"master+ns1", "slave+ns2"}, {"master+ns2", "slave+ns1"}},
+	}
+}
+
+// Schedule derives the faults of a campaign of length d against a cluster
+// of mode from seed: the same seed, duration and mode always give the same
+// schedule. consumers names the consumer instances a consumer-restart may
+// pick.
+func Schedule(seed int64, d time.Duration, consumers []string, mode string) []Fault {
+	tg := targetsFor(mode)
+	processTargets, hostTargets, brokerTargets, netPeers := tg.process, tg.host, tg.broker, tg.net
 	rng := rand.New(rand.NewSource(seed))
 	alt := rand.New(rand.NewSource(seed ^ 0x627269646765)) // "bridge"
 	var out []Fault
@@ -93,13 +116,13 @@ func Schedule(seed int64, d time.Duration, consumers []string) []Fault {
 			}
 			f.Target, f.Peer = netPeers[i], netPeers[j]
 			if f.Kind == FPartition && alt.Intn(3) == 0 {
-				b := bridges[alt.Intn(len(bridges))]
+				b := tg.bridges[alt.Intn(len(tg.bridges))]
 				f.Kind, f.Target, f.Peer = FBridge, b[0], b[1]
 			}
-		case FNetem:
+		case FSlowLink:
 			f.Target = hostTargets[rng.Intn(len(hostTargets))]
-			f.DelayMS = 10 + rng.Intn(200)
-			f.JitterMS = rng.Intn(f.DelayMS/2 + 1)
+			f.RateKbit = 200 + 10*rng.Intn(200)
+			f.LatencyMS = 50 + rng.Intn(100)
 			f.LossPct = float64(rng.Intn(300)) / 10
 		case FConsumerRestart:
 			f.Target = consumers[rng.Intn(len(consumers))]

@@ -59,7 +59,7 @@ type Workload struct {
 	rec     *Recorder
 	dir     string // broadcasting consumers' offset files go here
 	ns      []string
-	master  string
+	master  func() string // the current master's address ("" if unknown)
 	admin   *mqclient.Admin
 	log     *slog.Logger
 	seed    int64
@@ -83,10 +83,11 @@ type Workload struct {
 // queuesPerTopic is the number of queues each topic is created with.
 const queuesPerTopic = 4
 
-// NewWorkload prepares a workload; masterAddr is the master of broker
-// group brokerName (timer recalls and offset readings go there).
-func NewWorkload(rec *Recorder, dir string, nameServers []string, brokerName, masterAddr string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
-	return &Workload{rec: rec, dir: dir, ns: nameServers, brokerName: brokerName, master: masterAddr, admin: admin, seed: seed, log: log,
+// NewWorkload prepares a workload; master returns the address of the
+// current master of broker group brokerName (timer recalls and offset
+// readings go there).
+func NewWorkload(rec *Recorder, dir string, nameServers []string, brokerName string, master func() string, admin *mqclient.Admin, seed int64, log *slog.Logger) *Workload {
+	return &Workload{rec: rec, dir: dir, ns: nameServers, brokerName: brokerName, master: master, admin: admin, seed: seed, log: log,
 		track: newTracker(), consumers: map[string]*mqclient.PushConsumer{}, stop: make(chan struct{})}
 }
 
@@ -147,16 +148,27 @@ func (w *Workload) watchOffsets() {
 	last := map[string]int64{}
 	go func() {
 		defer close(w.watchDone)
+		master := ""
 		for {
 			select {
 			case <-w.watch:
 				return
 			case <-time.After(2 * time.Second):
 			}
+			m := w.master()
+			if m == "" {
+				continue
+			}
+			if m != master {
+				if master != "" {
+					w.rec.Record(Event{Process: "offsets", Type: OK, Op: OpMaster, Detail: m})
+				}
+				master = m
+			}
 			for _, g := range offsetGroups {
 				for _, t := range Groups[g] {
 					for q := int32(0); q < queuesPerTopic; q++ {
-						w.readOffset(g, mqclient.Queue{Topic: t, BrokerName: w.brokerName, QueueID: q}, last)
+						w.readOffset(m, g, mqclient.Queue{Topic: t, BrokerName: w.brokerName, QueueID: q}, last)
 					}
 				}
 			}
@@ -164,10 +176,10 @@ func (w *Workload) watchOffsets() {
 	}()
 }
 
-func (w *Workload) readOffset(group string, q mqclient.Queue, last map[string]int64) {
+func (w *Workload) readOffset(master, group string, q mqclient.Queue, last map[string]int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	off, err := w.admin.CommittedOffset(ctx, w.master, group, q)
+	off, err := w.admin.CommittedOffset(ctx, master, group, q)
 	if err != nil || off < 0 {
 		return
 	}
@@ -306,7 +318,7 @@ func (w *Workload) timerOp(ctx context.Context, rng *rand.Rand, proc string) {
 	case <-w.stop:
 	}
 	rinv := w.rec.Record(Event{Process: proc, Type: Invoke, Op: OpRecall, Topic: TopicDelay, IDs: []string{id}, MsgID: res.MsgID})
-	r, rerr := w.admin.RecallTimer(ctx, w.master, TopicDelay, res.MsgID)
+	r, rerr := w.admin.RecallTimer(ctx, w.master(), TopicDelay, res.MsgID)
 	e := Event{Process: proc, Op: OpRecall, Topic: TopicDelay, IDs: rinv.IDs, MsgID: res.MsgID}
 	switch {
 	case rerr != nil:

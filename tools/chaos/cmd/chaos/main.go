@@ -1,7 +1,7 @@
 // Command chaos runs a randomized fault campaign against a Tide cluster
 // and checks the recorded history (docs/reliability.md).
 //
-//	chaos [-seed N] [-duration 5m] [-drain 2m] [-dir DIR] [-root REPO]
+//	chaos [-seed N] [-duration 5m] [-mode masterslave|controller] [-drain 2m] [-dir DIR] [-root REPO]
 //	chaos -check history.jsonl [-live 1m]
 //	chaos -schedule -seed N -duration D
 //
@@ -35,6 +35,7 @@ func run() int {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the fault schedule and the workload")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long faults are injected")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "cluster: masterslave (SYNC_MASTER + SLAVE) or controller (3 controllers, automatic failover)")
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "how long to wait, after healing, for every acknowledged message")
 	fs.StringVar(&o.Dir, "dir", "", "output `directory` (default bin/chaos-runs/seed-N-TIME under the repository)")
 	fs.StringVar(&o.Root, "root", "", "repository `root` (default: git rev-parse --show-toplevel)")
@@ -49,7 +50,7 @@ func run() int {
 		return 2
 	}
 	if *schedule {
-		for _, f := range chaos.Schedule(o.Seed, o.Duration, chaos.ConsumerInstances) {
+		for _, f := range chaos.Schedule(o.Seed, o.Duration, chaos.ConsumerInstances, o.Mode) {
 			fmt.Printf("%8.1fs  %s\n", f.At.Seconds(), f)
 		}
 		return 0
@@ -101,7 +102,7 @@ func run() int {
 	rep.Print(os.Stdout, *maxV)
 	fmt.Printf("history %s, report %s\n", filepath.Join(o.Dir, "history.jsonl"), filepath.Join(o.Dir, "report.txt"))
 	if !rep.OK() {
-		fmt.Printf("FAILED: %d violations (reproduce: make chaos SEED=%d DURATION=%v)\n", len(rep.Violations), o.Seed, o.Duration)
+		fmt.Printf("FAILED: %d violations (reproduce: make chaos SEED=%d DURATION=%v MODE=%s)\n", len(rep.Violations), o.Seed, o.Duration, o.Mode)
 		return 1
 	}
 	fmt.Println("OK: no violations")
