@@ -329,6 +329,7 @@ func newFixture(t *testing.T) *fixture {
 	o.OrderURL, o.ReconcileURLs = orderSvc.URL, []string{"payment=" + paymentSvc.URL}
 	o.ResendRate = 1000
 	f.users, f.clock = authOptions(t, &o)
+	o.Auth.MaxSession = 2 * time.Hour // TestBrowser reaches it in five steps
 	f.srv = startServer(t, o)
 	f.base = "http://" + f.srv.Addr()
 	f.client = signIn(t, f.base, "admin")
