@@ -49,9 +49,9 @@ type Broker struct {
 	server   *remoting.Server
 	nsClient *remoting.Client
 	registry *registry.Registry
-	tx       *transaction.Service
-	haSrv    atomic.Pointer[ha.Server] // a master's; swapped by role changes
-	haCli    atomic.Pointer[ha.Client] // a slave's
+	txs      atomic.Pointer[transaction.Service] // rebuilt on promotion (roleswitch.go)
+	haSrv    atomic.Pointer[ha.Server]           // a master's; swapped by role changes
+	haCli    atomic.Pointer[ha.Client]           // a slave's
 	role     atomic.Pointer[roleState]
 	roleMu   sync.Mutex    // serialises role changes (start, controller mode)
 	slaveEnd chan struct{} // closed to end the slave's metadata loop (under roleMu)
@@ -159,10 +159,12 @@ func (b *Broker) Start(ctx context.Context) error {
 		ln.Close()
 		return fmt.Errorf("broker: %w", err)
 	}
-	if b.tx, err = b.newTransactions(); err != nil {
+	tx, err := b.newTransactions()
+	if err != nil {
 		ln.Close()
 		return fmt.Errorf("broker: transactions: %w", err)
 	}
+	b.txs.Store(tx)
 	b.server = remoting.NewServer(b.serverOptions())
 	b.registerHandlers()
 	b.registerControllerModeHandlers()
@@ -198,7 +200,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		}
 	}
 	if o.IsMaster() {
-		b.tx.Start()
+		b.tx().Start()
 	}
 	if b.ctl != nil {
 		b.wg.Add(1)
@@ -330,8 +332,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			cl.Close()
 		}
 		b.roleMu.Unlock()
-		if b.tx != nil {
-			if err := b.tx.Stop(); err != nil {
+		if tx := b.tx(); tx != nil {
+			if err := tx.Stop(); err != nil {
 				errs = append(errs, err)
 			}
 		}

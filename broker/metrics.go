@@ -245,8 +245,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLag, float64(lag), g, t)
 		}
 	}
-	if b.tx != nil {
-		ts := b.tx.Stats()
+	if tx := b.tx(); tx != nil {
+		ts := tx.Stats()
 		gauge(descHalfPending, float64(ts.Pending))
 		gauge(descHalfParked, float64(ts.Parked))
 		counter(descChecks, float64(ts.ChecksSent))
@@ -256,7 +256,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTxDecisions, float64(ts.Conflicts), "conflict")
 		var oldest time.Duration
 		var byAge [len(halfAgeBuckets)]int
-		for _, h := range b.tx.List() {
+		for _, h := range tx.List() {
 			age := time.Since(h.StoreTime)
 			oldest = max(oldest, age)
 			i := 0

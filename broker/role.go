@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/tidemq/tide/broker/internal/ha"
+import (
+	"github.com/tidemq/tide/broker/internal/ha"
+	"github.com/tidemq/tide/broker/internal/transaction"
+)
 
 // roleState is the broker's current role: brokerRole and the id it
 // registers with the NameServers. Without controller mode it is the
@@ -28,3 +31,6 @@ func (b *Broker) haServer() *ha.Server { return b.haSrv.Load() }
 
 // haClient returns the HA client (a slave), or nil.
 func (b *Broker) haClient() *ha.Client { return b.haCli.Load() }
+
+// tx returns the transaction service (nil before Start).
+func (b *Broker) tx() *transaction.Service { return b.txs.Load() }

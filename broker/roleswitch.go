@@ -126,10 +126,7 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 		b.roleMu.Unlock()
 		return fmt.Errorf("ha server: %w", err)
 	}
-	b.setRole(cm.masterRole, 0)
-	b.masterAddr.Store("")
 	cm.mu.Lock()
-	cm.running, cm.following, cm.caughtUp = "master", "", nil
 	stopped := cm.stopped
 	cm.mu.Unlock()
 	if stopped {
@@ -141,8 +138,13 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 		}
 		b.sched.Start()
 		b.timers.Start()
-		b.tx.Start()
+		b.restartTransactions() // before taking sends: a half message sent now reaches the new service
 	}
+	b.setRole(cm.masterRole, 0)
+	b.masterAddr.Store("")
+	cm.mu.Lock()
+	cm.running, cm.following, cm.caughtUp = "master", "", nil
+	cm.mu.Unlock()
 	b.roleMu.Unlock()
 	b.log.Warn("controller mode: PROMOTED to master", "id", cm.id, "master_epoch", m.MasterEpoch, "epoch_start", end,
 		"role", cm.masterRole, "took", time.Since(start))
@@ -154,6 +156,25 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 		}
 	}
 	return nil
+}
+
+// restartTransactions replaces the slave's transaction service, built at
+// start from the half and op queues as they were then, by one recovered
+// from the queues as replicated now (half messages that arrived by
+// replication were never announced to it), and starts it: check-backs of
+// transactions in flight at the failover come from the new master.
+func (b *Broker) restartTransactions() {
+	old := b.tx()
+	if err := old.Stop(); err != nil {
+		b.log.Error("controller mode: stopping the slave's transaction service", "err", err)
+	}
+	tx, err := b.newTransactions()
+	if err != nil {
+		b.log.Error("controller mode: transaction service not recovered; check-backs stay stopped", "err", err)
+		return
+	}
+	b.txs.Store(tx)
+	tx.Start()
 }
 
 // demote fences a master the controller no longer names: no write is
@@ -171,7 +192,7 @@ func (b *Broker) demote(cm *controllerMode, m protocol.MasterInfo) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := errors.Join(b.tx.Stop(), b.sched.Stop(ctx), b.timers.Stop(ctx)); err != nil {
+	if err := errors.Join(b.tx().Stop(), b.sched.Stop(ctx), b.timers.Stop(ctx)); err != nil {
 		b.log.Error("controller mode: stopping master services", "err", err)
 	}
 	if err := b.startHAClient(""); err != nil {

@@ -145,7 +145,7 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 		transaction.Prepare(msgs[0])
 		resp := b.putAndRespond(ctx, c, req, msgs, qid)
 		if resp.Code == protocol.Success || resp.Code == protocol.FlushDiskTimeout {
-			b.tx.Added(msgs[0])
+			b.tx().Added(msgs[0])
 		}
 		return resp
 	}

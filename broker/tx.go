@@ -94,7 +94,7 @@ func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req
 	if refused := b.authorizeEnd(c, req, &h); refused != nil {
 		return refused
 	}
-	out, err := b.tx.End(ctx, transaction.EndRequest{ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
+	out, err := b.tx().End(ctx, transaction.EndRequest{ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
 		CommitLogOffset: h.CommitLogOffset, Decision: d, FromCheck: h.FromTransactionCheck})
 	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "end transaction %s for msgId %s: %v", d, h.MsgID, err)
@@ -131,7 +131,7 @@ func (b *Broker) authorizeEnd(c *remoting.Conn, req *protocol.Command, h *protoc
 // handleListHalf serves TideListHalfMessages. Under aclEnable it lists
 // only the half messages of topics the account has PUB on.
 func (b *Broker) handleListHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	list := b.tx.List()
+	list := b.tx().List()
 	if b.sec.acl != nil {
 		id, mine := identity(c, req), list[:0]
 		for _, h := range list {
@@ -151,7 +151,7 @@ func (b *Broker) handleResumeHalf(ctx context.Context, c *remoting.Conn, req *pr
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
-	if err := b.tx.Resume(ctx, h.TranStateTableOffset, operator(c, h.Operator)); err != nil {
+	if err := b.tx().Resume(ctx, h.TranStateTableOffset, operator(c, h.Operator)); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
 	return protocol.NewResponse(req, protocol.Success, "")
@@ -171,7 +171,7 @@ func (b *Broker) handleForceEnd(ctx context.Context, c *remoting.Conn, req *prot
 	default:
 		return b.errorResponse(c, req, protocol.SystemError, "commitOrRollback must be 8 (commit) or 12 (rollback), got %q", req.Ext("commitOrRollback"))
 	}
-	out, err := b.tx.Force(ctx, h.TranStateTableOffset, d, operator(c, h.Operator))
+	out, err := b.tx().Force(ctx, h.TranStateTableOffset, d, operator(c, h.Operator))
 	if err != nil {
 		code := protocol.SystemError
 		if errors.Is(err, transaction.ErrNotFound) {
@@ -199,7 +199,7 @@ func operator(c *remoting.Conn, op string) string {
 // as TideListHalfMessages answers them, for an embedding program (tests
 // and tools in the same process). It works whatever TideExtensions says:
 // it is not a client request. Safe for concurrent use once started.
-func (b *Broker) HalfMessages() []protocol.HalfMessage { return b.tx.List() }
+func (b *Broker) HalfMessages() []protocol.HalfMessage { return b.tx().List() }
 
 // handleRecallTimer serves TideRecallTimer: ext handle = the UNIQ_KEY of a
 // timer message, topic = its topic (the recall cancels only a timer of

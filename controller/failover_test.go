@@ -2,8 +2,10 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +92,25 @@ func TestControllerModeFailover(t *testing.T) {
 		return slices.Equal(set, []int64{1, 2})
 	})
 	sendAll(a.Addr(), 50)
+	// state that must follow the master: a committed consumer offset, a
+	// subscription group, a transaction in flight (a half message)
+	uh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "fo-cg", Topic: "fo-topic", QueueID: 0, CommitOffset: 7}
+	if _, err := invoke(rc, a.Addr(), protocol.NewRequest(protocol.UpdateConsumerOffset, uh.Encode(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	sg, _ := json.Marshal(protocol.DefaultSubscriptionGroupConfig("fo-sg"))
+	if _, err := invoke(rc, a.Addr(), protocol.NewRequest(protocol.UpdateAndCreateSubscription, nil, sg)); err != nil {
+		t.Fatal(err)
+	}
+	hh := protocol.SendMessageRequestHeader{ProducerGroup: "fo-pg", Topic: "fo-topic", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		BornTimestamp: time.Now().UnixMilli(), SysFlag: protocol.SysFlagTxPrepared, MaxReconsumeTimes: -1,
+		Properties: protocol.EncodeProperties(map[string]string{protocol.PropTransactionPrepared: "true", protocol.PropProducerGroup: "fo-pg"})}
+	if resp, err := invoke(rc, a.Addr(), protocol.NewRequest(protocol.SendMessage, hh.Encode(), []byte("half"))); err != nil || resp.Code != protocol.Success {
+		t.Fatalf("half message: %v %v", err, resp)
+	}
+	waitUntil(t, 10*time.Second, "B copied the offset and the group (metadata sync)", func() bool {
+		return queryOffset(rc, b.Addr(), "fo-cg", "fo-topic", 0) == 7 && hasGroup(rc, b.Addr(), "fo-sg")
+	})
 	acked := haStatus(t, rc, a.Addr()).MaxPhyOffset
 
 	// 1. the master stops: B is promoted while running
@@ -105,6 +126,12 @@ func TestControllerModeFailover(t *testing.T) {
 	}
 	if c := epochCache(t, rc, b.Addr()); len(c.EpochList) != 2 || c.EpochList[1].Epoch != 2 || c.EpochList[1].StartOffset != acked {
 		t.Fatalf("B's epochs: %+v (acknowledged up to %d)", c, acked)
+	}
+	if got := queryOffset(rc, b.Addr(), "fo-cg", "fo-topic", 0); got != 7 || !hasGroup(rc, b.Addr(), "fo-sg") {
+		t.Fatalf("new master: consumer offset %d (want 7), group fo-sg present %v", got, hasGroup(rc, b.Addr(), "fo-sg"))
+	}
+	if half := b.HalfMessages(); len(half) != 1 || half[0].ProducerGroup != "fo-pg" {
+		t.Fatalf("new master's half messages: %+v", half)
 	}
 	sendAll(b.Addr(), 20) // the SyncStateSet is B alone now
 	waitUntil(t, 10*time.Second, "the NameServer routes to B as master", func() bool {
@@ -197,4 +224,33 @@ func maxQueueOffset(t *testing.T, cl *remoting.Client, addr, topic string, q int
 		t.Fatal(err)
 	}
 	return rh.Offset
+}
+
+func invoke(cl *remoting.Client, addr string, req *protocol.Command) (*protocol.Command, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp, resp.Err()
+}
+
+// queryOffset returns a group's committed offset on addr, -1 if none.
+func queryOffset(cl *remoting.Client, addr, group, topic string, q int32) int64 {
+	h := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: q}
+	resp, err := invoke(cl, addr, protocol.NewRequest(protocol.QueryConsumerOffset, h.Encode(), nil))
+	if err != nil {
+		return -1
+	}
+	var rh protocol.QueryConsumerOffsetResponseHeader
+	if rh.Decode(resp.ExtFields) != nil {
+		return -1
+	}
+	return rh.Offset
+}
+
+func hasGroup(cl *remoting.Client, addr, group string) bool {
+	resp, err := invoke(cl, addr, protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
+	return err == nil && strings.Contains(string(resp.Body), `"`+group+`"`)
 }
