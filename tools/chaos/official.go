@@ -89,7 +89,7 @@ func (o *officialClient) send(w *Workload) {
 	}
 	w.rec.Record(e)
 	if e.Type == OK {
-		w.track.acked(TopicPlain, id, true)
+		w.track.acked(TopicPlain, id, w.durableStatus(e.Status))
 	}
 }
 

@@ -133,6 +133,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	wl := NewWorkload(rec, o.Dir, cl.NameServerAddrs(), cl.BrokerName,
 		func() string { return cl.MasterAddr(context.Background()) }, admin, o.Seed, logger)
+	wl.Durable = cfg[ConfigDurable]
 	defer wl.Close(context.Background())
 	if err := wl.Start(ctx); err != nil {
 		return nil, fmt.Errorf("workload: %w", err)

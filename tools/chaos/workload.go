@@ -77,7 +77,11 @@ type Workload struct {
 
 	brokerName       string
 	watch, watchDone chan struct{}
-	counter          atomic.Int64
+
+	// Durable, if set, is the only send status that makes a message
+	// required (BrokerConfig's ConfigDurable); set before Start.
+	Durable string
+	counter atomic.Int64
 }
 
 // queuesPerTopic is the number of queues each topic is created with.
@@ -240,7 +244,7 @@ func (w *Workload) outcome(inv Event, res *mqclient.SendResult, err error) {
 	}
 	w.rec.Record(e)
 	if e.Type == OK {
-		req := inv.Op != OpTx || inv.Intent == "commit" || inv.Intent == "unknown-commit"
+		req := (inv.Op != OpTx || inv.Intent == "commit" || inv.Intent == "unknown-commit") && w.durableStatus(e.Status)
 		for _, id := range inv.IDs {
 			w.track.acked(inv.Topic, id, req)
 		}
@@ -361,7 +365,7 @@ func (w *Workload) txOp(ctx context.Context, rng *rand.Rand, proc string) {
 			e.Detail = err.Error()
 		}
 		w.rec.Record(e)
-		w.track.acked(TopicTx, id, intent == "commit" || intent == "unknown-commit")
+		w.track.acked(TopicTx, id, (intent == "commit" || intent == "unknown-commit") && w.durableStatus(e.Status))
 		return
 	}
 	w.outcome(inv, nil, err)
@@ -472,6 +476,12 @@ func (w *Workload) handler(name, group string) mqclient.Handler {
 		w.track.delivered(group, id)
 		return nil
 	}
+}
+
+// durableStatus reports whether a message acknowledged with status must
+// be delivered (the drain waits for it): any status, or only Durable.
+func (w *Workload) durableStatus(status string) bool {
+	return w.Durable == "" || status == w.Durable
 }
 
 // Missing returns how many required messages some group has not received
