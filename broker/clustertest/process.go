@@ -137,6 +137,23 @@ func (p *Process) Kill() error {
 	return p.signal(syscall.SIGKILL, 10*time.Second)
 }
 
+// Pause sends SIGSTOP: the process stops answering anything (a hung or
+// partitioned daemon) until Resume.
+func (p *Process) Pause() error { return p.send(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT to a paused process.
+func (p *Process) Resume() error { return p.send(syscall.SIGCONT) }
+
+func (p *Process) send(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s: not running", p.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // Stop sends SIGTERM (graceful shutdown) and waits up to timeout, then
 // kills. It returns an error if the process had to be killed or exited
 // with a failure status.
