@@ -6,16 +6,17 @@
 # mariadb client inside the MariaDB container.
 #
 #   scripts/demo.sh [scenario...]     (default: all, in order)
-#   scenarios: happy timeout late crash-after crash-before twice consumer broker redis reconcile check
+#   scenarios: happy timeout late crash-after crash-before twice consumer broker redis reconcile console check
 #
 # Environment: ORDER_HTTP_PORT (8000), INVENTORY_HTTP_PORT (8002),
-# PAYMENT_HTTP_PORT (8003), MARIADB_ROOT_PASSWORD (tide-root): the same as
-# deploy/compose/up.sh.
+# PAYMENT_HTTP_PORT (8003), CONSOLE_PORT (8080), MARIADB_ROOT_PASSWORD
+# (tide-root): the same as deploy/compose/up.sh.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ORDER=http://127.0.0.1:${ORDER_HTTP_PORT:-8000}
 INVENTORY=http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}
 PAYMENT=http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}
+CONSOLE=http://127.0.0.1:${CONSOLE_PORT:-8080}
 
 if [ -t 1 ]; then B=$'\e[1m' G=$'\e[32m' R=$'\e[31m' Y=$'\e[33m' D=$'\e[2m' N=$'\e[0m'; else B= G= R= Y= D= N=; fi
 title() { printf '\n%s== %s%s\n' "$B" "$*" "$N"; }
@@ -396,7 +397,51 @@ check() {
 	[ "$paid" = "$succeeded" ] && [ "$succeeded" = "$net" ] && [ "$bad_orders" = 0 ] && ok "money conserved" || bad "money does not add up"
 }
 
-all=(happy timeout late crash-after crash-before twice consumer broker redis reconcile check)
+# console: the web console takes a signed-in user; the compose demo's
+# users (deploy/compose/configs/console-users) are one per role.
+# cform JAR PATH FORM: POSTs an HTML form to the console with the session
+# in the cookie JAR; sets $resp and $code like api.
+cform() {
+	local out
+	out=$(curl -sS -m 20 -b "$1" --data "$3" -w '\n%{http_code}' "$CONSOLE$2" 2>&1)
+	code=${out##*$'\n'} resp=${out%$'\n'*}
+	[[ $code =~ ^[0-9]{3}$ ]] || { resp=$out; code=000; }
+}
+console() {
+	title "console: sign-in and roles"
+	local jars u c
+	if ! curl -fsS -m 5 "$CONSOLE/healthz" >/dev/null 2>&1; then skip "the console does not answer at $CONSOLE"; return; fi
+	step "without a session the console's API answers 401"
+	api GET "$CONSOLE/api/cluster"
+	[ "$code" = 401 ] || { bad "GET /api/cluster without a session: HTTP $code"; return; }
+	say "HTTP $code $resp"
+	jars=$(mktemp -d)
+	step "sign in as viewer/tide-viewer, operator/tide-operator and admin/tide-admin"
+	for u in viewer operator admin; do
+		c=$(curl -sS -m 20 -o /dev/null -w '%{http_code}' -c "$jars/$u" --data-urlencode "user=$u" --data-urlencode "password=tide-$u" "$CONSOLE/login")
+		[ "$c" = 303 ] || { bad "sign-in as $u: HTTP $c"; rm -rf "$jars"; return; }
+	done
+	say "three sessions (cookies HttpOnly, SameSite=Strict)"
+	step "a dead letter resend (operator's action) by hand: the viewer is refused, the operator passes the role check"
+	cform "$jars/viewer" /api/dlq/resend "group=payment-service&id=7F00000100002A9F0000000000000000"
+	say "viewer: HTTP $code $(jq -r .error <<<"$resp" 2>/dev/null)"
+	[ "$code" = 403 ] || { bad "the viewer's resend answered HTTP $code, want 403"; rm -rf "$jars"; return; }
+	cform "$jars/operator" /api/dlq/resend "group=payment-service&id=7F00000100002A9F0000000000000000"
+	say "operator: HTTP $code $(jq -c 'if .results then .results[0] | {ok, error} else .error end' <<<"$resp" 2>/dev/null) (the made-up dead letter fails after the role check)"
+	case $code in 401 | 403 | 000) bad "the operator's resend was refused: HTTP $code"; rm -rf "$jars"; return ;; esac
+	step "the admin reads the audit: the signed-in users, not a form field"
+	api GET "$CONSOLE/api/audit" "" -b "$jars/admin"
+	jq -r '.records[:4][] | "      \(.time)  \(.user) (\(.role))  \(.action)  \(.result)"' <<<"$resp" 2>/dev/null
+	if jq -e '[.records[] | select(.user == "viewer" and .action == "dlq.resend" and .result == "forbidden")] | length > 0' <<<"$resp" >/dev/null 2>&1 &&
+		jq -e '[.records[] | select(.user == "operator" and .action == "dlq.resend")] | length > 0' <<<"$resp" >/dev/null 2>&1; then
+		ok "no action without a session; the role is checked on the server; the audit names the real user"
+	else
+		bad "the audit lacks the viewer's refusal or the operator's resend (HTTP $code)"
+	fi
+	rm -rf "$jars"
+}
+
+all=(happy timeout late crash-after crash-before twice consumer broker redis reconcile console check)
 [ $# -gt 0 ] && all=("$@")
 trap clear_faults EXIT
 for s in "${all[@]}"; do
@@ -407,7 +452,8 @@ for s in "${all[@]}"; do
 	t=$SECONDS
 	case $s in
 		happy) happy ;; timeout) timeout ;; late) late ;; crash-after) crash_after ;; crash-before) crash_before ;;
-		twice) twice ;; consumer) consumer ;; broker) broker ;; redis) redis ;; reconcile) reconcile ;; check) check ;;
+		twice) twice ;; consumer) consumer ;; broker) broker ;; redis) redis ;; reconcile) reconcile ;; console) console ;;
+		check) check ;;
 		*) echo "demo: unknown scenario $s (one of: ${all[*]})" >&2; exit 2 ;;
 	esac
 	clear_faults
