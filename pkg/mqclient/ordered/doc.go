@@ -45,7 +45,9 @@
 // stays parked: its later messages also find the gap and follow to the
 // DLQ, until an operator calls Guard.Resolve (accepting the missing
 // versions as done) and re-sends the dead letters in order
-// (mqclient.Admin.Resend). Waiting only helps when the missing version can
+// (mqclient.Admin.Resend); the gap rows then read "resolved" (covered by
+// Resolve) or "applied" (applied in order after it), never "blocked" for
+// a version that was applied. Waiting only helps when the missing version can
 // still arrive on another path; inside one queue it sits behind the
 // blocked message, so strict mode is "stop and escalate", bounded by the
 // consumer's retry budget.

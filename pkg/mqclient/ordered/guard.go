@@ -302,6 +302,14 @@ func (g *Guard) handle(ctx context.Context, db *gorm.DB, ev *Event, apply Apply)
 			if upd.RowsAffected != 1 {
 				return fmt.Errorf("ordered: key %s: version moved concurrently from %d", ev.Key, last)
 			}
+			// A version refused earlier (strict gap) and applied now, after
+			// the missing ones arrived or were resolved: its gap row says
+			// so, in the same transaction (a point update on the primary
+			// key; usually no row).
+			if err := tx.Exec("UPDATE tide_ordered_gaps SET status = 'applied', last_seen = ? "+
+				"WHERE scope = ? AND biz_key = ? AND version = ? AND status = 'blocked'", now, g.scope, ev.Key, ev.Version).Error; err != nil {
+				return err
+			}
 			return apply(ctx, tx, *ev)
 		})
 		switch {
@@ -353,7 +361,7 @@ type GapRecord struct {
 	Expected  int64 // the version that was expected then
 	MsgID     string
 	Policy    string
-	Status    string // blocked, accepted or resolved
+	Status    string // blocked, accepted, resolved or applied (see Schema)
 	Attempts  int
 	FirstSeen time.Time
 	LastSeen  time.Time
@@ -391,8 +399,9 @@ func (g *Guard) LastVersion(ctx context.Context, key string) (int64, error) {
 // Resolve is the operator's way out of a parked key: it declares versions
 // up to last done (the next expected version becomes last+1) and marks the
 // key's blocked gaps up to last+1 resolved. Re-send the dead-lettered
-// messages afterwards, in version order; older ones are then Stale. It
-// never lowers a key's version.
+// messages afterwards, in version order; older ones are then Stale, later
+// ones are applied and their blocked gap rows become "applied". It never
+// lowers a key's version.
 func (g *Guard) Resolve(ctx context.Context, key string, last int64) error {
 	if key == "" || last < 0 {
 		return fmt.Errorf("%w: key %q last %d", ErrInvalid, key, last)

@@ -17,8 +17,10 @@ import (
 // version (0 = none yet), the SHA-256 of its body (to tell duplicates from
 // conflicts) and its message id. tide_ordered_gaps holds one row per
 // (scope, key, version) that arrived ahead of the expected version:
-// status "blocked" (strict: not applied), "accepted" (lenient: applied
-// anyway) or "resolved" (an operator called Resolve).
+// status "blocked" (strict: refused, not applied yet), "accepted"
+// (lenient: applied anyway), "resolved" (an operator called Resolve) or
+// "applied" (refused while blocked, applied in order later, e.g. resent
+// from the DLQ after Resolve). Only "blocked" rows need attention.
 const Schema = `
 CREATE TABLE IF NOT EXISTS tide_ordered_versions (
   scope        VARCHAR(128) NOT NULL,
