@@ -60,9 +60,10 @@
 //
 // # Failure model (tested with a producer killed by SIGKILL)
 //
-//   - killed after the half message, before the transaction began: the
-//     check fences the key and rolls back; Send with the same key then
-//     returns ErrFenced: retry the business operation under a new key;
+//   - killed (or stalled) after the half message, before the transaction
+//     began: the check fences the key and rolls back; a stalled Send
+//     returns ErrFenced. Send again with the same key: it uses the key's
+//     next transaction key (key#2, ...) and commits;
 //   - killed inside the transaction: the database rolls it back, the check
 //     fences and rolls back;
 //   - killed after the database COMMIT, before END_TRANSACTION: the check
@@ -76,9 +77,11 @@
 //
 //   - Create the fence table (Schema, or Migrate) in the same database as
 //     the business tables; write everything through the tx given to fn.
-//   - Choose a key per business operation attempt (e.g. "payment-42"); a
-//     key that committed is refused afterwards (ErrKeyCommitted), a fenced
-//     key is refused (ErrFenced) until Cleanup removes it.
+//   - Choose a key per business operation (e.g. "payment-42", at most
+//     MaxKeyLen bytes, not ending in '#' and digits); a key that committed
+//     is refused afterwards (ErrKeyCommitted) until Cleanup removes its
+//     rows. After ErrFenced, send again with the same key: Send keeps one
+//     fence row per attempt (key, key#2, key#3, ...) and picks the next.
 //   - Run every instance with the same producer group (WithGroup), database
 //     and table: check-backs go to any live instance of the group.
 //   - Run Cleanup periodically; keep rows longer than every possible check

@@ -82,7 +82,8 @@ func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
 	t.Cleanup(func() { a.Shutdown(context.Background()) })
 	e.admin = a
 	e.topic = fmt.Sprintf("pay-%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	e.my = testenv.MariaDB(t) // its first start may take long on a loaded machine: before the deadline below
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := a.CreateTopic(ctx, e.topic, mqclient.TopicConfig{Queues: 2}); err != nil {
 		t.Fatal(err)
@@ -90,7 +91,6 @@ func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
 	if err := a.WaitTopic(ctx, e.topic); err != nil {
 		t.Fatal(err)
 	}
-	e.my = testenv.MariaDB(t)
 	e.db = openDB(t, e.my.DSN)
 	if err := Migrate(ctx, e.db, ""); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func Example() {
 	switch {
 	case err == nil: // committed; the event will be delivered
 	case errors.Is(err, mqclient.ErrTransactionUnknown): // the check-back decides from the database
-	case errors.Is(err, txmsg.ErrFenced): // a check-back rolled the key back: retry under a new key
+	case errors.Is(err, txmsg.ErrFenced): // a check-back rolled this attempt back: Send again with the same key
 	default: // rolled back, nothing published
 		log.Print(err)
 	}

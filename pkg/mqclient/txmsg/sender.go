@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -16,7 +19,8 @@ import (
 
 // Properties the half message carries; the check-back reads them.
 const (
-	// PropKey is the transaction key given to Send.
+	// PropKey is the transaction key of the Send call: the key given to
+	// Send, or key#n for its n-th attempt after fenced ones (see Send).
 	PropKey = "TIDE_TX_KEY"
 	// PropAttempt identifies the Send call (and its fence row).
 	PropAttempt = "TIDE_TX_ATTEMPT"
@@ -26,10 +30,11 @@ const (
 var (
 	// ErrInvalidOption reports a bad option or argument.
 	ErrInvalidOption = errors.New("txmsg: invalid option")
-	// ErrFenced: a check-back already rolled this key back (its marker
-	// holds the key), so the business transaction could not commit and
-	// was rolled back; the message was not delivered. Retry the business
-	// operation under a new key.
+	// ErrFenced: a check-back rolled this attempt back (its marker holds
+	// the transaction key) before the business transaction could insert
+	// its fence row, so nothing of fn ran or committed and the message
+	// was not delivered. Call Send again with the same key: it then uses
+	// the key's next transaction key (key#2, key#3, ...).
 	ErrFenced = errors.New("txmsg: key fenced by a check-back rollback")
 	// ErrKeyCommitted: an earlier Send with this key committed; this one
 	// was rolled back and its message discarded (the earlier message is
@@ -40,7 +45,9 @@ var (
 // Status is the state of a transaction key in the fence table.
 type Status string
 
-// Statuses. StatusNone means no row (never sent, still open, or cleaned up).
+// Statuses. StatusNone means no row (never sent, still open, or cleaned
+// up). For a key with several transaction keys (attempts after fenced
+// ones), the key is committed if one of them is, else rolled back.
 const (
 	StatusNone       Status = ""
 	StatusCommitted  Status = "committed"
@@ -108,8 +115,16 @@ func (s *Sender) Producer() *mqclient.Producer { return s.p }
 // Send sends msg as a half message, then runs fn in a database transaction
 // that first inserts the fence row (key, status committed), commits it,
 // and commits the message. key identifies this business transaction (e.g.
-// "payment-42"); it is put in the message's properties (PropKey) and Keys.
-// msg is not modified.
+// "payment-42", at most MaxKeyLen bytes, not ending in '#' and digits);
+// it is put in the message's Keys, and the transaction key in its
+// properties (PropKey). msg is not modified.
+//
+// Transaction keys: the first attempt of key uses key itself. When a
+// check-back fenced an attempt (ErrFenced), the next Send with the same
+// key uses key#2, then key#3, ...: Send reads the key's fence rows first,
+// refuses with ErrKeyCommitted if one committed, and otherwise takes the
+// next generation. So a caller retries a fenced operation under the same
+// key and never invents keys.
 //
 // Outcomes:
 //   - nil: the transaction committed; the message becomes visible (by
@@ -129,8 +144,17 @@ func (s *Sender) Send(ctx context.Context, msg *mqclient.Message, key string, fn
 	if msg == nil || fn == nil {
 		return nil, fmt.Errorf("%w: nil message or function", ErrInvalidOption)
 	}
-	if key == "" || len(key) > 191 {
-		return nil, fmt.Errorf("%w: key must have 1 to 191 bytes, got %d", ErrInvalidOption, len(key))
+	if key == "" || len(key) > MaxKeyLen || genSuffix.MatchString(key) {
+		return nil, fmt.Errorf("%w: key must have 1 to %d bytes and not end in '#' and digits, got %q", ErrInvalidOption, MaxKeyLen, key)
+	}
+	txKey, err := s.nextKey(ctx, key)
+	if err != nil {
+		if errors.Is(err, ErrKeyCommitted) {
+			s.m.send("fenced")
+		} else {
+			s.m.send("failed")
+		}
+		return nil, err
 	}
 	attempt, err := newAttempt()
 	if err != nil {
@@ -141,13 +165,16 @@ func (s *Sender) Send(ctx context.Context, msg *mqclient.Message, key string, fn
 	if m.Properties == nil {
 		m.Properties = map[string]string{}
 	}
-	m.Properties[PropKey] = key
+	m.Properties[PropKey] = txKey
 	m.Properties[PropAttempt] = attempt
 	if !slices.Contains(m.Keys, key) {
 		m.Keys = append(slices.Clone(m.Keys), key)
 	}
+	if txKey != key && !slices.Contains(m.Keys, txKey) {
+		m.Keys = append(m.Keys, txKey)
+	}
 	res, state, err := s.p.SendInTransaction(ctx, &m, func(ctx context.Context) error {
-		return s.local(ctx, key, attempt, fn)
+		return s.local(ctx, txKey, attempt, fn)
 	})
 	switch {
 	case res == nil:
@@ -239,10 +266,83 @@ func (s *Sender) taken(ctx context.Context, key string) error {
 	return fmt.Errorf("%w: %s", ErrFenced, key)
 }
 
-// Status returns the fence state of key (StatusNone when there is no row).
+// Status returns the fence state of key over its transaction keys:
+// StatusCommitted if one committed, StatusRolledBack if all were rolled
+// back, StatusNone when there is no row.
 func (s *Sender) Status(ctx context.Context, key string) (Status, error) {
-	st, _, err := s.status(ctx, key)
-	return st, err
+	gens, err := s.generations(ctx, key)
+	if err != nil {
+		return StatusNone, err
+	}
+	st := StatusNone
+	for _, g := range gens {
+		if g.status == StatusCommitted {
+			return StatusCommitted, nil
+		}
+		st = StatusRolledBack
+	}
+	return st, nil
+}
+
+// MaxKeyLen is the longest key Send takes: the fence column holds 191
+// bytes, 11 of which are kept for a transaction key's "#n" suffix.
+const MaxKeyLen = 180
+
+// genSuffix matches the "#n" suffix of a transaction key after the first.
+var genSuffix = regexp.MustCompile(`#[0-9]+$`)
+
+type generation struct {
+	n      int
+	status Status
+}
+
+// generations reads the fence rows of key and its transaction keys.
+func (s *Sender) generations(ctx context.Context, key string) ([]generation, error) {
+	var rows []struct {
+		TxKey  string
+		Status string
+	}
+	like := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(key) + "#%"
+	if err := s.db.WithContext(ctx).Raw("SELECT tx_key, status FROM "+s.s.table+" WHERE tx_key = ? OR tx_key LIKE ?", key, like).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("txmsg: read fence %s: %w", key, err)
+	}
+	var out []generation
+	for _, r := range rows {
+		n := 1
+		if r.TxKey != key {
+			suffix := strings.TrimPrefix(r.TxKey, key+"#")
+			v, err := strconv.Atoi(suffix)
+			if err != nil || v < 2 || strconv.Itoa(v) != suffix {
+				continue // another key that merely starts like this one
+			}
+			n = v
+		}
+		out = append(out, generation{n: n, status: Status(r.Status)})
+	}
+	return out, nil
+}
+
+// nextKey returns the transaction key for a new attempt of key: key for
+// the first, key#n after n-1 fenced ones; ErrKeyCommitted if one
+// committed. A concurrent Send of the same key may take the same
+// transaction key: the fence row then decides which one commits.
+func (s *Sender) nextKey(ctx context.Context, key string) (string, error) {
+	gens, err := s.generations(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	last := 0
+	for _, g := range gens {
+		if g.status == StatusCommitted {
+			return "", fmt.Errorf("%w: %s", ErrKeyCommitted, key)
+		}
+		last = max(last, g.n)
+	}
+	if last == 0 {
+		return key, nil
+	}
+	return key + "#" + strconv.Itoa(last+1), nil
 }
 
 func (s *Sender) status(ctx context.Context, key string) (Status, string, error) {

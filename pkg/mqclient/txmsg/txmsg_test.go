@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,9 +97,10 @@ func TestRollbackDeliversNothing(t *testing.T) {
 }
 
 // Crash window 1: killed after the half message, before the local
-// transaction began. The check-back fences the key and rolls back; the
-// same key is then refused (ErrFenced), a new key works. A late COMMIT
-// from the "dead" producer does not resurrect the message.
+// transaction began. The check-back fences the key and rolls back; a
+// retry with the same key commits under the next transaction key
+// (pay-1#2). A late COMMIT from the "dead" producer does not resurrect
+// the message.
 func TestCrashBeforeLocalTx(t *testing.T) {
 	e := startEnv(t, func(o *broker.Options) { o.TransactionTimeOut = 2000 }) // time to list the half message
 	// Another instance of the service (same group) answers the check-backs.
@@ -114,15 +117,62 @@ func TestCrashBeforeLocalTx(t *testing.T) {
 		t.Fatalf("fence %q, want rolled_back", st)
 	}
 	t.Logf("late COMMIT after the check-back rollback: %q", e.endTx(t, h[0], mqclient.TransactionCommit))
-	if _, err := s.Send(context.Background(), e.msg("retry"), "pay-1", pay("pay-1", 100)); !errors.Is(err, ErrFenced) {
+	// The business retries under the same key (payment rows are keyed by
+	// the transaction key in this test).
+	if _, err := s.Send(context.Background(), e.msg("retry"), "pay-1", pay("pay-1#2", 100)); err != nil {
 		t.Fatalf("retry with the fenced key: %v", err)
 	}
-	// The business retries under a new key (payment rows are keyed by the
-	// transaction key in this test).
-	if _, err := s.Send(context.Background(), e.msg("retry"), "pay-1#retry", pay("pay-1#retry", 100)); err != nil {
-		t.Fatalf("retry with a new key: %v", err)
+	if st, _ := s.Status(context.Background(), "pay-1"); st != StatusCommitted {
+		t.Fatalf("fence %q after the retry, want committed", st)
 	}
-	e.invariant(t, warm, "pay-1", "pay-1#retry")
+	e.invariant(t, warm, "pay-1", "pay-1#2")
+}
+
+// TestFencedSendRetriesUnderFreshKey: a Send stalls between its half
+// message and its transaction until the check-back has fenced its key
+// (ErrFenced). Sending again with the same key must commit, under the
+// next transaction key, and deliver exactly once; a third Send is then
+// ErrKeyCommitted. Keys that only look like generations are refused.
+func TestFencedSendRetriesUnderFreshKey(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	var stall atomic.Bool
+	var s *Sender
+	s = e.sender(t, nil, WithHook(func(point string) {
+		if point != "before-tx" || !stall.Load() {
+			return
+		}
+		// the check-back (answered by this very Sender) fences the key
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if st, _ := s.Status(ctx, "order-7"); st == StatusRolledBack {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	warm := e.warm(t, s)
+	stall.Store(true)
+	if _, err := s.Send(ctx, e.msg("first"), "order-7", pay("order-7", 70)); !errors.Is(err, ErrFenced) {
+		t.Fatalf("stalled Send: %v, want ErrFenced", err)
+	}
+	stall.Store(false)
+	if _, err := s.Send(ctx, e.msg("again"), "order-7", pay("order-7#2", 70)); err != nil {
+		t.Fatalf("Send again with the fenced key: %v", err)
+	}
+	if _, err := s.Send(ctx, e.msg("third"), "order-7", pay("order-7#3", 70)); !errors.Is(err, ErrKeyCommitted) {
+		t.Fatalf("Send after the commit: %v, want ErrKeyCommitted", err)
+	}
+	for _, bad := range []string{"order-7#2", "x#0", strings.Repeat("k", MaxKeyLen+1)} {
+		if _, err := s.Send(ctx, e.msg("bad"), bad, pay(bad, 1)); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("key %q: %v, want ErrInvalidOption", bad, err)
+		}
+	}
+	// "order-7#x" is another business key, not a generation of order-7
+	if _, err := s.Send(ctx, e.msg("other"), "order-7#x", pay("order-7#x", 1)); err != nil {
+		t.Fatalf("key order-7#x: %v", err)
+	}
+	e.invariant(t, warm, "order-7", "order-7#2", "order-7#x")
 }
 
 // Crash window 2: killed after the local commit, before END_TRANSACTION.
