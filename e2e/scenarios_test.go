@@ -281,8 +281,11 @@ func TestPaymentCrashBeforeCommit(t *testing.T) {
 	time.Sleep(6 * time.Second) // PAYMENT_RECONCILE_GRACE=5s: younger records are in flight
 	// A payment made at the deadline can commit just before the order is
 	// cancelled; the payment service's OrderCancelled consumer refunds it,
-	// seconds later under load (seen: 25 s). Let the system converge by
-	// itself first: the job must find nothing of that kind afterwards.
+	// seconds later under load. (25 s were seen while that consumer was
+	// orderly: a crashed process's queue locks held its successor off
+	// until the broker expired them; it consumes concurrently now.) Let
+	// the system converge by itself first: the job must find nothing of
+	// that kind afterwards.
 	waitLateRefunds(t, ctx, s, 90*time.Second)
 	r := s.reconcile(t, ctx, "payment", "payments", false)
 	for _, d := range r.Discrepancies {
@@ -719,8 +722,11 @@ func TestConcurrentOrdersWithRandomFaults(t *testing.T) {
 	time.Sleep(6 * time.Second) // PAYMENT_RECONCILE_GRACE=5s: younger records are in flight
 	// A payment made at the deadline can commit just before the order is
 	// cancelled; the payment service's OrderCancelled consumer refunds it,
-	// seconds later under load (seen: 25 s). Let the system converge by
-	// itself first: the job must find nothing of that kind afterwards.
+	// seconds later under load. (25 s were seen while that consumer was
+	// orderly: a crashed process's queue locks held its successor off
+	// until the broker expired them; it consumes concurrently now.) Let
+	// the system converge by itself first: the job must find nothing of
+	// that kind afterwards.
 	waitLateRefunds(t, ctx, s, 90*time.Second)
 	r := s.reconcile(t, ctx, "payment", "payments", false)
 	for _, d := range r.Discrepancies {
