@@ -143,6 +143,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.unauthenticated(w, r, why)
 			return
 		}
+		if !id.Role.Allowed(ActRead) { // every page takes the read action (the role table's first row)
+			http.Error(w, fmt.Sprintf("forbidden: %s (%s) may not read", id.User, id.Role), http.StatusForbidden)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	})
 }
