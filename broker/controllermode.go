@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/jsonfile"
@@ -42,6 +43,8 @@ type controllerMode struct {
 	id         int64
 	masterRole string        // the configured flavour to run as when master (ASYNC_MASTER or SYNC_MASTER)
 	wake       chan struct{} // cap 1: a notification arrived, look again now
+
+	followFailedEpoch atomic.Int32 // the master epoch a failure to follow was last logged at WARN for
 
 	mu          sync.Mutex
 	master      protocol.MasterInfo // the last master the controller named

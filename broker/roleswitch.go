@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/store/epoch"
@@ -94,7 +95,14 @@ func (b *Broker) reconcile(ctx context.Context, cm *controllerMode, m protocol.M
 		}
 		if m.MasterBrokerID != protocol.NoBrokerID && (following != m.MasterAddress || followEpoch != m.MasterEpoch) {
 			if err := b.follow(ctx, cm, m); err != nil {
-				b.log.Warn("controller mode: cannot follow the new master yet; retrying", "master", m.MasterAddress, "err", err)
+				// retried every brokerHeartbeatInterval: say it once per
+				// master epoch at WARN, then at DEBUG
+				level := slog.LevelDebug
+				if cm.followFailedEpoch.Swap(m.MasterEpoch) != m.MasterEpoch {
+					level = slog.LevelWarn
+				}
+				b.log.Log(ctx, level, "controller mode: cannot follow the new master yet; retrying", "master", m.MasterAddress,
+					"master_epoch", m.MasterEpoch, "err", err)
 			}
 		}
 	}
