@@ -60,7 +60,7 @@ func TestControllerModeFailover(t *testing.T) {
 			o.EnableControllerMode, o.ControllerAddr = true, ctl
 			o.BrokerName, o.BrokerRole = "fo", "SYNC_MASTER"
 			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
-			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 6000, 500
+			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 30000, 500 // no shrink wanted here
 			o.Store.StorePathRootDir = root
 		}
 	}
