@@ -60,7 +60,7 @@ func TestControllerModeFailover(t *testing.T) {
 			o.EnableControllerMode, o.ControllerAddr = true, ctl
 			o.BrokerName, o.BrokerRole = "fo", "SYNC_MASTER"
 			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
-			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 30000, 500 // no shrink wanted here
+			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 30000, 3000 // no shrink wanted here
 			o.Store.StorePathRootDir = root
 		}
 	}
@@ -253,4 +253,57 @@ func queryOffset(cl *remoting.Client, addr, group, topic string, q int32) int64 
 func hasGroup(cl *remoting.Client, addr, group string) bool {
 	resp, err := invoke(cl, addr, protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
 	return err == nil && strings.Contains(string(resp.Body), `"`+group+`"`)
+}
+
+// TestControllerModeSyncStateSet: the master shrinks its SyncStateSet
+// when its slave stops (after haMaxTimeSlaveNotCatchup) and acknowledges
+// SYNC writes alone only once the controller accepted that; the slave
+// back and caught up joins the set again.
+func TestControllerModeSyncStateSet(t *testing.T) {
+	ctl := startController(t)
+	ns := nameservertest.Start(t)
+	rootB := t.TempDir()
+	opts := func(root string) func(*broker.Options) {
+		return func(o *broker.Options) {
+			o.EnableControllerMode, o.ControllerAddr = true, ctl
+			o.BrokerName, o.BrokerRole = "sss", "SYNC_MASTER"
+			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 5000, 100
+			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 1500, 3000
+			if root != "" {
+				o.Store.StorePathRootDir = root
+			}
+		}
+	}
+	rc := remoting.NewClient(remoting.ClientOptions{})
+	defer rc.Close()
+	cli := controllerclient.New(rc, []string{ctl})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	setIs := func(want ...int64) func() bool {
+		return func() bool {
+			_, set := syncStateSet(ctx, cli, "sss")
+			return slices.Equal(set, want)
+		}
+	}
+	a := brokertest.Start(t, ns, opts(""))
+	b := brokertest.Start(t, ns, opts(rootB))
+	waitUntil(t, 20*time.Second, "B in the SyncStateSet", setIs(1, 2))
+	if resp, err := sendRaw(rc, a.Addr(), "sss-topic"); err != nil || resp.Code != protocol.Success {
+		t.Fatalf("send with B in sync: %v %v", err, resp)
+	}
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := sendRaw(rc, a.Addr(), "sss-topic"); err == nil && resp.Code == protocol.Success && !setIs(1)() {
+		t.Fatal("SEND_OK without B before the SyncStateSet shrank")
+	}
+	waitUntil(t, 20*time.Second, "the SyncStateSet to shrink to A", setIs(1))
+	if resp, err := sendRaw(rc, a.Addr(), "sss-topic"); err != nil || resp.Code != protocol.Success {
+		t.Fatalf("send after the shrink: %v %v", err, resp)
+	}
+	brokertest.Start(t, ns, opts(rootB))
+	waitUntil(t, 20*time.Second, "B back in the SyncStateSet", setIs(1, 2))
+	if resp, err := sendRaw(rc, a.Addr(), "sss-topic"); err != nil || resp.Code != protocol.Success {
+		t.Fatalf("send with B back: %v %v", err, resp)
+	}
 }

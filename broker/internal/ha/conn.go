@@ -19,7 +19,7 @@ type slaveConn struct {
 	nc    net.Conn
 	addr  string
 	since time.Time
-	id    int64 // controller id from the hello (ExpectBrokerID), set before ready
+	id    atomic.Int64 // controller id from the hello (ExpectBrokerID), set before ready
 
 	ready    atomic.Bool  // the first report was accepted
 	acked    atomic.Int64 // the slave's last reported offset
@@ -76,7 +76,7 @@ func (c *slaveConn) readLoop() error {
 		if err != nil {
 			return err
 		}
-		c.id = id
+		c.id.Store(id)
 	}
 	for first := true; ; first = false {
 		if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)); err != nil {

@@ -19,14 +19,15 @@ type Replica struct {
 func (s *Server) Replicas() []Replica {
 	byID := map[int64]Replica{}
 	for _, c := range *s.snapshot.Load() {
-		if c.id <= 0 || !c.ready.Load() {
+		id := c.id.Load()
+		if id <= 0 || !c.ready.Load() {
 			continue
 		}
-		r := Replica{BrokerID: c.id, Acked: c.acked.Load(), CaughtUp: time.Unix(0, c.reached.Load())}
-		if o, ok := byID[c.id]; ok {
+		r := Replica{BrokerID: id, Acked: c.acked.Load(), CaughtUp: time.Unix(0, c.reached.Load())}
+		if o, ok := byID[id]; ok {
 			r.Acked, r.CaughtUp = max(r.Acked, o.Acked), maxTime(r.CaughtUp, o.CaughtUp)
 		}
-		byID[c.id] = r
+		byID[id] = r
 	}
 	out := make([]Replica, 0, len(byID))
 	for _, r := range byID {
@@ -83,8 +84,8 @@ func (s *Server) WaitAcks(ctx context.Context, offset int64, ids []int64, need i
 func (s *Server) countAcked(offset int64, ids []int64) int {
 	best := map[int64]int64{}
 	for _, c := range *s.snapshot.Load() {
-		if c.id > 0 && c.ready.Load() {
-			best[c.id] = max(best[c.id], c.acked.Load())
+		if id := c.id.Load(); id > 0 && c.ready.Load() {
+			best[id] = max(best[id], c.acked.Load())
 		}
 	}
 	n := 0

@@ -293,7 +293,7 @@ func (s *Server) Status() ServerStatus {
 	now := time.Now()
 	st := ServerStatus{Addr: s.Addr(), MaxOffset: s.st.MaxPhyOffset(), Acked: s.acks.acked()}
 	for _, c := range *s.snapshot.Load() {
-		ss := SlaveStatus{Addr: c.addr, BrokerID: c.id, ConnectedSince: c.since, Ready: c.ready.Load(), SentOffset: c.sent.Load()}
+		ss := SlaveStatus{Addr: c.addr, BrokerID: c.id.Load(), ConnectedSince: c.since, Ready: c.ready.Load(), SentOffset: c.sent.Load()}
 		if ss.Ready {
 			ss.AckedOffset = c.acked.Load()
 			ss.LastAck = time.Unix(0, c.lastAck.Load())
