@@ -176,6 +176,9 @@ var (
 	descDelayLateness     = desc("delay_level_max_lateness_seconds", "Largest delivery lateness seen on a delay level.", "level")
 	descReplLag           = desc("replication_lag_bytes", "Bytes a slave has not acknowledged yet.", "slave")
 	descReplLagTime       = desc("replication_lag_seconds", "Age of the oldest message a slave lacks.", "slave")
+	descCtlMaster         = desc("controller_mode_master", "Controller mode: 1 while this broker runs as its group's master.")
+	descCtlEpoch          = desc("controller_mode_master_epoch", "Controller mode: the master epoch the controller last named.")
+	descCtlSyncSet        = desc("controller_mode_sync_state_set_size", "Controller mode: members of the SyncStateSet the controller committed (master's view), the master included.")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -186,7 +189,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStoreAppends, descStoreMessages, descStoreFlushes, descStoreFlushSeconds, descStoreCorrupt,
 		descStoreMaxOffset, descStoreMinOffset, descDiskFull, descDiskTotal, descDiskFree, descDiskUsed, descHalfByAge, descHeld, descHeldRefused, descConns, descLag, descDLQ, descHalfPending, descHalfParked,
 		descHalfOldest, descChecks, descTxDecisions, descTimersPending, descTimersDelivered, descTimersRecalled, descTimerLateness,
-		descDelayPending, descDelayLateness, descReplLag, descReplLagTime} {
+		descDelayPending, descDelayLateness, descReplLag, descReplLagTime, descCtlMaster, descCtlEpoch, descCtlSyncSet} {
 		ch <- d
 	}
 }
@@ -294,6 +297,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range srv.Status().Slaves {
 			gauge(descReplLag, float64(s.LagBytes), s.Addr)
 			gauge(descReplLagTime, s.LagTime.Seconds(), s.Addr)
+		}
+	}
+	if cm := b.ctl; cm != nil {
+		cm.mu.Lock()
+		master, epoch, size := cm.running == "master", cm.master.MasterEpoch, len(cm.syncSet)
+		cm.mu.Unlock()
+		gauge(descCtlMaster, map[bool]float64{true: 1}[master])
+		gauge(descCtlEpoch, float64(epoch))
+		if master {
+			gauge(descCtlSyncSet, float64(size))
 		}
 	}
 }
