@@ -100,6 +100,13 @@ func (c *Consumer) handle(ctx context.Context, m *mqclient.MessageExt, fn Effect
 	if c.rdb != nil {
 		k, token = keysFor(c.opts.KeyPrefix, g, h, key), newToken()
 		res, done, err := c.begin(ctx, k, token)
+		if err == nil && res == beginBusy {
+			// Another delivery holds the key: a concurrent one (it ends
+			// soon) or a crashed one (its claim expires): wait here
+			// rather than spend a reconsume attempt.
+			c.m.inc(mClaimsLost, g, h, "busy")
+			res, done, err = c.awaitClaim(ctx, k, token)
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -120,10 +127,10 @@ func (c *Consumer) handle(ctx context.Context, m *mqclient.MessageExt, fn Effect
 				return c.mismatch(log, key, done, fpHex)
 			}
 		case res == beginBusy:
-			c.m.inc(mClaimsLost, g, h, "busy")
-			return fmt.Errorf("%w: key %q", ErrInProgress, key)
+			return fmt.Errorf("%w: key %q (held longer than ClaimTTL %v by a live delivery)", ErrInProgress, key, c.opts.ClaimTTL)
 		case res == beginClaimed:
 			claimed = true
+			defer c.keepClaim(k, token)()
 		}
 	}
 

@@ -3,7 +3,6 @@ package idempotent
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,8 +94,7 @@ func TestCrash(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 
-			// The dead consumer's claim is still there: a redelivery
-			// now is told to retry later, not acked as a duplicate.
+			// The dead consumer's claim is still there.
 			c := f.consumer(t, f.rdb, Options{ClaimTTL: crashClaimTTL})
 			h := c.Wrap(transfer)
 			m := msg(key, "x")
@@ -107,15 +105,41 @@ func TestCrash(t *testing.T) {
 			if f.rdb.Exists(context.Background(), k.done).Val() != 0 {
 				t.Fatal("marked done before the ack")
 			}
-			if err := h(context.Background(), m); !errors.Is(err, ErrInProgress) {
-				t.Fatalf("redelivery while the dead child's claim lives: %v, want ErrInProgress", err)
+			// A redelivery waits for the dead child's claim (it is not
+			// acked as a duplicate, and does not fail and use up an
+			// attempt) ...
+			errc := make(chan error, 1)
+			go func() { errc <- h(context.Background(), m) }()
+			deadline := time.Now().Add(20 * time.Second)
+			for f.metric("claims_lost_total", "reason", "busy") < 1 {
+				select {
+				case err := <-errc:
+					t.Fatalf("redelivery returned while the dead child's claim lives: %v", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the redelivery never found the claim")
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			// The claim's TTL runs out; the redelivery is then processed
-			// (or acked).
+			select {
+			case err := <-errc:
+				t.Fatalf("redelivery returned while the dead child's claim lives: %v", err)
+			default:
+			}
+			// ... and goes on when the claim's TTL runs out: the effect is
+			// applied (or found done) within that delivery.
 			if err := f.rdb.PExpire(context.Background(), k.claim, time.Millisecond).Err(); err != nil {
 				t.Fatal(err)
 			}
-			redeliver(t, h, m, 20*time.Second)
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Fatalf("redelivery after the claim expired: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("redelivery still waiting 20 s after the claim expired")
+			}
 			if got := f.metric("dedup_hits_total", "source", "db"); got != tc.wantDBHits {
 				t.Errorf("db hits = %v, want %v", got, tc.wantDBHits)
 			}

@@ -18,18 +18,22 @@
 // Redis is only a fast path and a short in-progress claim, never the
 // source of truth. Before the transaction one Lua call checks a "done"
 // marker (a duplicate is acked without touching the database) and takes a
-// claim (SET NX PX ClaimTTL): of two concurrent deliveries exactly one
-// proceeds, the other gets ErrInProgress and is retried later. The done
-// marker is set only after the commit; on any failure the claim is
-// released, and a crashed consumer's claim expires after ClaimTTL, so the
-// redelivery is processed rather than dropped.
+// claim (SET NX PX ClaimTTL), a lease its holder renews while the effect
+// runs: of two concurrent deliveries exactly one proceeds, the other
+// waits for the claim to end and is then acknowledged (done) or proceeds
+// (the holder failed). The done marker is set only after the commit; on
+// any failure the claim is released, and a crashed consumer's claim
+// expires within ClaimTTL, which the redelivery waits out inside the same
+// delivery: it is processed rather than dropped, and never spends its
+// reconsume attempts (or lands in the DLQ) on an orphaned claim.
 //
 // # Failure model
 //
 //   - Crash after the claim, before the commit: the transaction rolls back;
-//     the redelivery waits for ClaimTTL, then applies the effect.
+//     the redelivery waits (at most ClaimTTL) for the orphaned claim to
+//     expire, then applies the effect, whatever the retry delays.
 //   - Crash after the commit, before the ack: the redelivery finds the
-//     record (after ClaimTTL) and is acked without a second effect.
+//     record (after the same wait) and is acked without a second effect.
 //   - Redis down: Options.RedisPolicy decides, per handler: FailClosedDB
 //     (default; the database alone still guarantees at most once),
 //     FailClosedRetry (ErrRedisUnavailable: retry later), FailOpen
@@ -59,8 +63,12 @@
 //     key, even when resent with a new message id.
 //   - Keep records at least as long as a message can come back: retry
 //     schedule + DLQ retention + manual replays (Cleaner.Retention).
-//   - ClaimTTL should exceed the longest effect; a claim that expires
-//     early is safe (the row lock serialises) but counted as lost.
+//   - ClaimTTL (10 s) is how long an orphaned claim delays its key; the
+//     holder renews it, so it needs not exceed the longest effect. A
+//     claim lost anyway (Redis evicted it or failed over) is safe (the row
+//     lock serialises) and counted as claims_lost{expired}. A delivery
+//     blocks for up to ClaimTTL while another holds its key; only a live
+//     holder working longer than that makes it return ErrInProgress.
 //   - A Redis-only Consumer (nil db) has no durable record: only for
 //     non-critical handlers.
 //

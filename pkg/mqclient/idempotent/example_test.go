@@ -32,7 +32,7 @@ func Example() {
 		Handler:     "apply-transfer",
 		Key:         func(m *mqclient.MessageExt) (string, error) { return m.Properties["transferId"], nil },
 		RedisPolicy: idempotent.FailClosedDB, // money: fall back to the database when Redis is down
-		ClaimTTL:    30 * time.Second,
+		ClaimTTL:    10 * time.Second,        // how long a crashed delivery's claim delays its key (renewed while alive)
 		Logger:      slog.Default(),
 	})
 	if err != nil {

@@ -68,11 +68,16 @@ type Options struct {
 	Payload func(*mqclient.MessageExt) ([]byte, error)
 	// RedisPolicy applies when Redis fails; default FailClosedDB.
 	RedisPolicy Policy
-	// ClaimTTL bounds the Redis in-progress claim (default 30 s). It
-	// should exceed the longest effect: a claim that expires mid-effect
-	// lets a second delivery in, which then waits on the database row
-	// lock (still at most once) and is counted as claims_lost{expired}.
-	// It is also how long a crashed delivery blocks redeliveries.
+	// ClaimTTL bounds the Redis in-progress claim (default 10 s). The
+	// claim is a lease: its holder renews it every ClaimTTL/3 while the
+	// effect runs, so it needs not exceed the longest effect; a crashed
+	// holder's claim expires within ClaimTTL. A delivery that finds the
+	// key claimed waits (inside the delivery, up to ClaimTTL plus one
+	// RedisTimeout) for the claim to end: a concurrent duplicate is then
+	// acknowledged, and an orphaned claim never uses up reconsume
+	// attempts, whatever the retry delays. Only a live holder still
+	// working after that wait makes it return ErrInProgress. Use the same
+	// ClaimTTL on every instance of a group.
 	ClaimTTL time.Duration
 	// DoneTTL is how long the Redis "done" marker lives (default 24 h).
 	// It is a cache: the database record decides after it expires.
@@ -106,7 +111,7 @@ func (o Options) withDefaults() Options {
 		o.Payload = func(m *mqclient.MessageExt) ([]byte, error) { return m.Body, nil }
 	}
 	if o.ClaimTTL == 0 {
-		o.ClaimTTL = 30 * time.Second
+		o.ClaimTTL = 10 * time.Second
 	}
 	if o.DoneTTL == 0 {
 		o.DoneTTL = 24 * time.Hour
@@ -136,8 +141,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: Handler must be 1..%d bytes", ErrInvalidOptions, MaxScopeLen)
 	case o.RedisPolicy < FailClosedDB || o.RedisPolicy > FailOpen:
 		return fmt.Errorf("%w: unknown RedisPolicy %v", ErrInvalidOptions, o.RedisPolicy)
-	case o.ClaimTTL < time.Millisecond || o.DoneTTL < time.Millisecond || o.RedisTimeout < 0:
-		return fmt.Errorf("%w: ClaimTTL and DoneTTL must be >= 1ms", ErrInvalidOptions)
+	case o.ClaimTTL < 30*time.Millisecond || o.DoneTTL < time.Millisecond || o.RedisTimeout < 0:
+		return fmt.Errorf("%w: ClaimTTL must be >= 30ms (it is renewed every third of it), DoneTTL >= 1ms", ErrInvalidOptions)
 	}
 	return validTable(o.Table)
 }

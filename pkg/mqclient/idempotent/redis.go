@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -44,6 +46,12 @@ return 0
 // release: delete the claim if it is still ours.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// renew: extend the claim if it is still ours (the holder's lease).
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 `)
 
@@ -148,4 +156,63 @@ func (c *Consumer) markDone(ctx context.Context, k redisKeys, fp string) error {
 	return c.call(context.WithoutCancel(ctx), func(ctx context.Context) error {
 		return c.rdb.Set(ctx, k.done, fp, c.opts.DoneTTL).Err()
 	})
+}
+
+// keepClaim renews the claim every third of ClaimTTL until stop is called
+// or the claim is no longer ours, so that a live delivery keeps its claim
+// however long its effect runs, while a crashed one's claim expires within
+// ClaimTTL. A failed renewal is retried at the next tick (the claim may
+// then expire: the row lock still serialises, as for a lost claim).
+func (c *Consumer) keepClaim(k redisKeys, token string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(c.opts.ClaimTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var n int
+			err := c.call(context.Background(), func(ctx context.Context) (err error) {
+				n, err = renewScript.Run(ctx, c.rdb, []string{k.claim}, token, c.opts.ClaimTTL.Milliseconds()).Int()
+				return err
+			})
+			if err == nil && n == 0 {
+				return // expired or taken over: nothing left to renew
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// awaitClaim waits for another delivery's claim on k to end, polling with
+// a backoff from 50 ms to 500 ms: a live holder finishes (done: the
+// caller acknowledges), a crashed holder's claim expires within ClaimTTL
+// (claimed: the caller proceeds). It gives up after ClaimTTL plus one
+// RedisTimeout (busy: the holder is alive and still working, the message
+// is retried later) and returns Redis errors and ctx's end as they come.
+// Waiting here, inside one delivery, keeps an orphaned claim from using up
+// the message's reconsume attempts and sending it to the DLQ.
+func (c *Consumer) awaitClaim(ctx context.Context, k redisKeys, token string) (beginResult, string, error) {
+	deadline := time.Now().Add(c.opts.ClaimTTL + c.opts.RedisTimeout)
+	wait := 50 * time.Millisecond
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return beginBusy, "", ctx.Err()
+		case <-t.C:
+		}
+		res, done, err := c.begin(ctx, k, token)
+		if err != nil || res != beginBusy || time.Now().After(deadline) {
+			return res, done, err
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
