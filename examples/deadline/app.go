@@ -113,6 +113,9 @@ func newApp(ctx context.Context, cfg config) (*app, error) {
 	if a.scheduler, err = delay.New(a.producer, a.admin, opts...); err != nil {
 		return nil, err
 	}
+	if err := a.scheduler.Start(ctx); err != nil { // refuses timers on a broker without them
+		return nil, err
+	}
 	h, err := delay.Handler(db, stillPending, cancel, opts...)
 	if err != nil {
 		return nil, err

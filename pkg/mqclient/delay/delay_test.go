@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
+	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
@@ -427,5 +428,40 @@ func TestDuplicateFiringIsNoop(t *testing.T) {
 	wg.Wait()
 	if acts.Load() != 1 || count(t, db, "SELECT COUNT(*) FROM stock_releases") != 1 {
 		t.Fatalf("%d acts, want 1", acts.Load())
+	}
+}
+
+// TestStartRefusesBrokerWithoutTimers: against a broker without timers
+// (Tide with tideExtensions=false, as RocketMQ 4.9) a timer Scheduler
+// refuses at Start, naming the broker; one with delay levels starts.
+func TestStartRefusesBrokerWithoutTimers(t *testing.T) {
+	ns := nameservertest.Start(t)
+	brokertest.Start(t, ns, func(o *broker.Options) { o.TideExtensions = false })
+	ctx := context.Background()
+	admin, err := mqclient.NewAdmin(fastOptions(ns)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.Start(ctx)
+	defer admin.Shutdown(ctx)
+	p, err := mqclient.NewProducer(fastOptions(ns)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(ctx)
+	defer p.Shutdown(ctx)
+	s, err := delay.New(p, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); !errors.Is(err, delay.ErrNoTimers) || !strings.Contains(err.Error(), "broker-a") || !strings.Contains(err.Error(), "V4_9_7") {
+		t.Fatalf("Start against a broker without timers: %v, want ErrNoTimers naming broker-a (V4_9_7)", err)
+	}
+	s, err = delay.New(p, admin, delay.WithDelayLevels(time.Second, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("Start with delay levels: %v", err)
 	}
 }

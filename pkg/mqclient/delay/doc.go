@@ -56,6 +56,10 @@
 //
 // # Brokers without timers (fallback)
 //
+// Scheduler.Start checks the brokers: a broker without timers (Apache
+// RocketMQ 4.x, or Tide with tideExtensions=false) would store a timer
+// message and deliver it at once, so Start refuses it with ErrNoTimers
+// naming the broker, unless delay levels are configured.
 // WithDelayLevels(levels…) sends delay levels instead (any RocketMQ 4.x
 // broker): the smallest level not shorter than At−now is chosen, so the
 // action fires up to one level step late, never early; a delay beyond the

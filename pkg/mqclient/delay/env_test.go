@@ -2,6 +2,7 @@ package delay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,6 +81,16 @@ func startEnv(t *testing.T, schedOpts []delay.Option, opts ...func(*broker.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.s.Close() })
+	serr := e.s.Start(ctx)
+	switch {
+	case serr == nil:
+	case errors.Is(serr, delay.ErrNoTimers) && !brokertest.Extensions():
+		// A broker without Tide extensions behaves as RocketMQ 4.9: the
+		// Scheduler must refuse timers at start, and does.
+		t.Skipf("broker without timers (%s=off): Scheduler.Start refused as it must: %v", brokertest.ExtensionsEnv, serr)
+	default:
+		t.Fatalf("Scheduler.Start: %v", serr)
+	}
 	return e
 }
 

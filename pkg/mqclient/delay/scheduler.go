@@ -30,6 +30,10 @@ var (
 	ErrNotRecallable = errors.New("delay: handle cannot be recalled (delay level)")
 	ErrEarly         = errors.New("delay: delivered before its time")
 	ErrNoAction      = errors.New("delay: message carries no delayed action")
+	// ErrNoTimers: a broker has no timer messages (Apache RocketMQ 4.x,
+	// or Tide with tideExtensions=false) and no delay levels are
+	// configured (WithDelayLevels); see Scheduler.Start.
+	ErrNoTimers = errors.New("delay: broker without timer messages")
 )
 
 // Action is one delayed action: at At, Key's action runs on the
@@ -156,6 +160,34 @@ func New(p *mqclient.Producer, admin *mqclient.Admin, opts ...Option) (*Schedule
 		}
 	}
 	return &Scheduler{p: p, admin: admin, cfg: cfg, addrs: map[string]string{}}, nil
+}
+
+// Start checks that the brokers can serve the Scheduler: with timers (the
+// default) every master the NameServers know must honour DeliverAt
+// (Tide's timers or RocketMQ 5's timer wheel, mqclient.BrokerFeatures);
+// otherwise it returns an error wrapping ErrNoTimers that names the
+// broker and its version, because such a broker stores a timer message
+// and delivers it at once (Handler would refuse it as early until its
+// retries ran out). With WithDelayLevels it checks nothing: every
+// RocketMQ broker has delay levels. Call it once after New; Schedule does
+// not repeat the check (a broker added later with other features is not
+// seen). It blocks for one runtime info request per master.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if len(s.cfg.levels) > 0 {
+		return nil
+	}
+	fs, err := s.admin.MasterFeatures(ctx)
+	if err != nil {
+		return fmt.Errorf("delay: check brokers: %w", err)
+	}
+	for _, f := range fs {
+		if !f.Timers {
+			return fmt.Errorf("%w: %s at %s (%s) stores timer messages as ordinary ones and delivers them at once; "+
+				"use delay.WithDelayLevels with the broker's messageDelayLevel, or a broker with timers (Tide, RocketMQ 5)",
+				ErrNoTimers, f.BrokerName, f.Addr, f.VersionDesc)
+		}
+	}
+	return nil
 }
 
 // Close releases the Scheduler. It holds no connections of its own
