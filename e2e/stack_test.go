@@ -26,6 +26,7 @@ const (
 	orderPort     = "8000/tcp"
 	inventoryPort = "8002/tcp"
 	paymentPort   = "8003/tcp"
+	consolePort   = "8080/tcp"
 )
 
 // Timing knobs of the system under test: short so scenarios finish in
@@ -37,7 +38,7 @@ const (
 // images names every image the suite runs; env overrides for a machine
 // that has the official MariaDB/Redis images.
 type images struct {
-	mariadb, redis, nameserver, broker, order, payment, inventory string
+	mariadb, redis, nameserver, broker, order, payment, inventory, console string
 }
 
 func imageNames() images {
@@ -50,6 +51,7 @@ func imageNames() images {
 		order:      "tide/order:" + tag,
 		payment:    "tide/payment:" + tag,
 		inventory:  "tide/inventory:" + tag,
+		console:    "tide/console:" + tag,
 	}
 }
 
@@ -138,6 +140,7 @@ func startStack(ctx context.Context, root string, logw io.Writer) (*stack, error
 		step{"inventory", func(ctx context.Context) error { return s.startService(ctx, "inventory", "inventory") }},
 		step{"payment", func(ctx context.Context) error { return s.startService(ctx, "payment", "payment") }},
 		step{"order", func(ctx context.Context) error { return s.startService(ctx, "order", "order") }},
+		step{"console", s.startConsole},
 	); err != nil {
 		return s, err
 	}
@@ -300,6 +303,22 @@ func (s *stack) startService(ctx context.Context, name, svc string) error {
 		restartOnFailure(),
 		testcontainers.WithWaitStrategyAndDeadline(2*time.Minute,
 			wait.ForHTTP("/readyz").WithPort(port).WithPollInterval(200*time.Millisecond)),
+	)
+}
+
+// startConsole starts the web console with the compose demo's users (one
+// per role: viewer, operator, admin; passwords tide-<role>).
+func (s *stack) startConsole(ctx context.Context) error {
+	return s.run(ctx, "console", s.img.console,
+		testcontainers.WithEnv(map[string]string{"NAMESRV_ADDR": "namesrv1:9876;namesrv2:9876", "CONSOLE_LISTEN": ":8080",
+			"CONSOLE_USERS_FILE": "/etc/tide/console-users", "CONSOLE_ORDER_URL": "http://order:8000"}),
+		testcontainers.WithFiles(testcontainers.ContainerFile{
+			HostFilePath:      filepath.Join(s.root, "deploy/compose/configs/console-users"),
+			ContainerFilePath: "/etc/tide/console-users",
+			FileMode:          0o644,
+		}),
+		testcontainers.WithExposedPorts(consolePort),
+		testcontainers.WithWaitStrategyAndDeadline(time.Minute, wait.ForHTTP("/healthz").WithPort(consolePort)),
 	)
 }
 
