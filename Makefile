@@ -22,9 +22,15 @@ build: ## build every daemon and tool into bin/
 		(cd $$d && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.Version=$(VERSION)" -o $(BIN)/$$(basename $$d) .) || exit 1; \
 	done
 
+# The pattern suites and the examples run a second time against brokers
+# without Tide extensions (TIDE_BROKER_EXTENSIONS=off: as Apache RocketMQ
+# 4.9 behaves), so that what docs/adopting.md says about portability holds.
+PLAIN_PACKAGES = $(addprefix github.com/tidemq/tide/pkg/mqclient/,txmsg idempotent ordered delay kratosmq) \
+	$(addprefix github.com/tidemq/tide/examples/,outbox ledger ordered deadline)
+
 .PHONY: test
-test: ## run the unit and integration tests of every module (what CI runs)
-	@scripts/test.sh $(MODULES)
+test: ## run the unit and integration tests of every module, then the patterns without Tide extensions (what CI runs)
+	@PLAIN_PACKAGES="$(PLAIN_PACKAGES)" scripts/test.sh $(MODULES)
 
 .PHONY: race
 race: ## run the race detector on the transport, the store and the broker
