@@ -89,6 +89,9 @@ func (b *Broker) joinControllers(ctx context.Context) error {
 		return fmt.Errorf("controller mode: %w", err)
 	}
 	b.ctl = cm
+	if !o.ReadUnCommitted {
+		b.store.SetDispatchLimit(func() int64 { return b.confirmOffset(cm) })
+	}
 	b.wg.Add(1)
 	go b.controllerHeartbeats(cm)
 	return nil
@@ -190,7 +193,7 @@ func (b *Broker) controllerHeartbeats(cm *controllerMode) {
 		maxOff := b.store.MaxPhyOffset()
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		err := cm.cli.Heartbeat(ctx, &protocol.BrokerHeartbeatRequestHeader{ClusterName: o.BrokerClusterName, BrokerAddr: b.addr,
-			BrokerName: o.BrokerName, BrokerID: cm.id, Epoch: last.Epoch, MaxOffset: maxOff, ConfirmOffset: maxOff,
+			BrokerName: o.BrokerName, BrokerID: cm.id, Epoch: last.Epoch, MaxOffset: maxOff, ConfirmOffset: b.confirmOffset(cm),
 			HeartbeatTimeoutMillis: int64(o.ControllerHeartBeatTimeoutMills)})
 		cancel()
 		if err != nil {

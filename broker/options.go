@@ -156,6 +156,13 @@ type Options struct {
 	HaMaxTimeSlaveNotCatchup int  `conf:"haMaxTimeSlaveNotCatchup"`
 	InSyncReplicas           int  `conf:"inSyncReplicas"`
 	AllAckInSyncStateSet     bool `conf:"allAckInSyncStateSet"`
+	// ReadUnCommitted lets a controller-mode master serve (dispatch to
+	// consume queues, the index and the delay, timer and transaction
+	// services) what not every SyncStateSet member has yet. Off by
+	// default, as RocketMQ 5: a failover may truncate such records, and a
+	// consumer that had them would commit offsets past the new master's
+	// end and skip what it stores there next.
+	ReadUnCommitted bool `conf:"readUnCommitted"`
 }
 
 // DefaultOptions returns RocketMQ 4.9's defaults (Tide deviations are

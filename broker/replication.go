@@ -43,6 +43,7 @@ func (b *Broker) startHAServer() (string, error) {
 		Secret:       []byte(o.HAAuthSecret),
 		// controller mode: slaves name their controller id (SyncStateSet)
 		ExpectBrokerID: b.ctl != nil,
+		OnAck:          b.onHAAck(),
 	})
 	if err != nil {
 		return "", err

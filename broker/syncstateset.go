@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -104,4 +105,55 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 	}
 	cm.setSyncStateSet(got)
 	b.log.Info("controller mode: SyncStateSet changed", "from", cur, "to", got.SyncStateSet, "sync_state_set_epoch", got.SyncStateSetEpoch)
+}
+
+// confirmOffset is RocketMQ 5's confirm offset: the commit log end every
+// SyncStateSet member has. The controller elects only from the set, so a
+// record below it survives any failover; the store dispatches nothing
+// above it (unless readUnCommitted), so consumers and the delay, timer
+// and transaction services never act on a record a failover may truncate.
+// A slave, or a broker whose role is not settled, answers its own end:
+// its records come from the master, which confirmed them first (see
+// docs/controller.md for the slave-read caveat). A master that has not
+// learnt the set yet answers what it dispatched already (no progress). A
+// member the master has no connection from holds the offset back until
+// the master shrinks the set (haMaxTimeSlaveNotCatchup). Called by the
+// store's dispatcher: no store lock may be taken here.
+func (b *Broker) confirmOffset(cm *controllerMode) int64 {
+	end := b.store.MaxPhyOffset()
+	cm.mu.Lock()
+	running, set := cm.running, cm.syncSet
+	cm.mu.Unlock()
+	if running != "master" {
+		return end
+	}
+	if set == nil {
+		return b.store.DispatchedOffset()
+	}
+	var replicas []ha.Replica
+	if srv := b.haServer(); srv != nil {
+		replicas = srv.Replicas()
+	}
+	for _, id := range set {
+		if id == cm.id {
+			continue
+		}
+		acked := int64(0)
+		for _, r := range replicas {
+			if r.BrokerID == id {
+				acked = r.Acked
+			}
+		}
+		end = min(end, acked)
+	}
+	return end
+}
+
+// onHAAck is the HA server's OnAck in controller mode: a slave's report
+// may raise the confirm offset, so the dispatcher looks again.
+func (b *Broker) onHAAck() func() {
+	if b.ctl == nil || b.opts.ReadUnCommitted {
+		return nil
+	}
+	return b.store.WakeDispatcher
 }

@@ -151,7 +151,16 @@ func TestControllerModeFailover(t *testing.T) {
 	sendAll(b.Addr(), 20)
 
 	// 3. a divergent tail on B: its slave A stops, B stores what it cannot
-	// acknowledge, and stops too before the set shrinks
+	// acknowledge, and stops too before the set shrinks. What B stores
+	// past the confirm offset is never visible to consumers (RocketMQ 5
+	// dispatches up to the confirm offset): a failover truncates it.
+	visible := func() (n int64) {
+		for q := int32(0); q < 4; q++ {
+			n += maxQueueOffset(t, rc, b.Addr(), "fo-topic", q)
+		}
+		return n
+	}
+	waitUntil(t, 10*time.Second, "B's 90 acknowledged messages visible", func() bool { return visible() == 90 })
 	stop(a)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -165,6 +174,9 @@ func TestControllerModeFailover(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if n := visible(); n != 90 {
+		t.Fatalf("B made %d unacknowledged messages visible to consumers (readUnCommitted is off)", n-90)
+	}
 	if _, set := syncStateSet(ctx, cli, "fo"); !slices.Equal(set, []int64{1, 2}) {
 		t.Fatalf("the SyncStateSet shrank too early for this test: %v", set)
 	}

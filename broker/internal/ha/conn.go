@@ -125,6 +125,9 @@ func (c *slaveConn) readLoop() error {
 		c.prevMaxEnd = end
 		s.acks.ack(off)
 		s.wakeAckWaiters()
+		if s.opts.OnAck != nil {
+			s.opts.OnAck()
+		}
 	}
 }
 

@@ -46,7 +46,11 @@ type ServerOptions struct {
 	// StatusLogInterval: each slave's lag is logged this often (default
 	// 30 s; negative disables).
 	StatusLogInterval time.Duration
-	Logger            *slog.Logger
+	// OnAck, if set, is called after each slave report is recorded (from
+	// that connection's goroutine; it must not block): controller mode
+	// wakes the store's dispatcher, whose limit is the confirm offset.
+	OnAck  func()
+	Logger *slog.Logger
 	// TLSConfig, if set, makes the HA port speak TLS (slaves must dial
 	// with ClientOptions.TLSConfig). Handshakes are bounded by ReadTimeout.
 	TLSConfig *tls.Config

@@ -42,12 +42,25 @@ func (s *Store) dispatchLoop() {
 	}
 }
 
-// dispatchAvailable dispatches everything written so far. Dispatcher
-// goroutine, Open and Close only.
+// dispatchEnd is the commit log offset the dispatcher may reach: the end
+// of what is written, or less under SetDispatchLimit.
+func (s *Store) dispatchEnd() int64 {
+	end := s.cl.MaxOffset()
+	if fn := s.limit.Load(); fn != nil {
+		end = min(end, (*fn)())
+	}
+	return end
+}
+
+// dispatchAvailable dispatches everything written so far (up to the
+// dispatch limit). Dispatcher goroutine, Open and Close only.
 func (s *Store) dispatchAvailable() {
-	for s.reputFrom < s.cl.MaxOffset() {
+	for end := s.dispatchEnd(); s.reputFrom < end; end = s.dispatchEnd() {
 		from := s.reputFrom
 		err := s.cl.View(from, func(b []byte) error {
+			if rest := end - from; int64(len(b)) > rest {
+				b = b[:rest] // a record crossing the limit waits like a partial one
+			}
 			pos := 0
 			for pos < len(b) {
 				v, err := protocol.ViewRecord(b[pos:], false)

@@ -113,9 +113,10 @@ type Store struct {
 	readOnly atomic.Bool
 
 	listener   atomic.Pointer[DispatchListener]
-	reputFrom  int64  // dispatcher goroutine only (and Open)
-	indexFrom  int64  // records below are already indexed (set by recovery)
-	lastTopic  string // dispatcher goroutine only
+	limit      atomic.Pointer[func() int64] // SetDispatchLimit; nil: dispatch all that is written
+	reputFrom  int64                        // dispatcher goroutine only (and Open)
+	indexFrom  int64                        // records below are already indexed (set by recovery)
+	lastTopic  string                       // dispatcher goroutine only
 	dispatched atomic.Int64
 	dmu        sync.Mutex
 	ddone      chan struct{}
@@ -238,6 +239,28 @@ func (s *Store) SetDispatchListener(fn DispatchListener) {
 	}
 	s.listener.Store(&fn)
 }
+
+// SetDispatchLimit bounds what the dispatcher makes visible: records are
+// dispatched (consume queues, index, dispatch listener) only while they
+// end at or below fn() (RocketMQ 5's confirm offset in controller mode:
+// what every SyncStateSet member has, so nothing a failover may truncate
+// is ever served to a consumer or acted on by the delay, timer and
+// transaction services). nil removes the bound. fn is called by the
+// dispatcher goroutine with the store's dispatch lock held: it must be
+// cheap and must not call back into the store except MaxPhyOffset and
+// DispatchedOffset. Call WakeDispatcher when the limit rises.
+func (s *Store) SetDispatchLimit(fn func() int64) {
+	if fn == nil {
+		s.limit.Store(nil)
+	} else {
+		s.limit.Store(&fn)
+	}
+	s.wakeDispatcher()
+}
+
+// WakeDispatcher makes the dispatcher look for records to dispatch now
+// (it also polls every 100 ms). Never blocks; safe for concurrent use.
+func (s *Store) WakeDispatcher() { s.wakeDispatcher() }
 
 // SetReadOnly makes the store refuse PutMessage/PutMessages with
 // ErrShuttingDown-like ErrReadOnly semantics (a slave); AppendRaw still works.

@@ -513,3 +513,43 @@ func TestStoreReplicationRaw(t *testing.T) {
 		t.Fatalf("slave put: %v", err)
 	}
 }
+
+// TestStoreDispatchLimit: records are dispatched only up to the limit (a
+// record crossing it waits), the limit's rise is followed, and Close does
+// not dispatch past it.
+func TestStoreDispatchLimit(t *testing.T) {
+	s := openStore(t, testConfig(t))
+	var limit atomic.Int64
+	s.SetDispatchLimit(limit.Load)
+	var rs []PutResult
+	for _, body := range []string{"a", "b", "c"} {
+		rs = append(rs, put(t, s, newMsg("t", 0, body, nil)))
+	}
+	end := func(r PutResult) int64 { return r.CommitLogOffset + int64(r.WroteBytes) }
+	wait := func(phy int64) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.WaitDispatched(ctx, phy); err != nil {
+			t.Fatalf("WaitDispatched(%d): %v (dispatched %d)", phy, err, s.DispatchedOffset())
+		}
+	}
+	limit.Store(end(rs[0]) + 10) // inside the second record
+	s.WakeDispatcher()
+	wait(end(rs[0]))
+	if got := s.MaxOffset("t", 0); got != 1 {
+		t.Fatalf("queue max offset %d under a limit inside the second record, want 1", got)
+	}
+	limit.Store(end(rs[1]))
+	s.WakeDispatcher()
+	wait(end(rs[1]))
+	if got := s.MaxOffset("t", 0); got != 2 {
+		t.Fatalf("queue max offset %d, want 2 (the third record is above the limit)", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.DispatchedOffset(), end(rs[1]); got != want {
+		t.Fatalf("dispatched %d after Close, want the limit %d", got, want)
+	}
+}
