@@ -565,12 +565,19 @@ func (l *Log) staged() bool {
 // groupCommit is the SYNC_FLUSH background flusher. Waiting appenders
 // lead their own group commits (WaitFlushed); this goroutine only flushes,
 // every 10 ms, what nobody waits for (WAIT=false messages), so that it
-// becomes readable and durable.
+// becomes readable and durable. It runs those flushes on a goroutine of
+// their own, one at a time, so that its ticks go on while one is stuck
+// in fdatasync: the ticks are the followers' only timer (wakeStuck), and
+// a follower must get ErrFlushTimeout even when the stuck flush is this
+// goroutine's.
 func (l *Log) groupCommit() {
 	defer l.wg.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	seen := ^uint64(0)
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	var running atomic.Bool
 	for {
 		select {
 		case <-l.stop:
@@ -586,9 +593,17 @@ func (l *Log) groupCommit() {
 				continue
 			}
 		}
-		if err := l.Flush(); err != nil {
-			l.log.Error("commit log flush failed", "err", err)
+		if !running.CompareAndSwap(false, true) {
+			continue // the previous background flush still runs
 		}
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			defer running.Store(false)
+			if err := l.Flush(); err != nil {
+				l.log.Error("commit log flush failed", "err", err)
+			}
+		}()
 	}
 }
 

@@ -223,11 +223,21 @@ func TestLogWaitFlushedFollowerTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := off + 1
-	l.mu.Lock()
-	locked := true
+	// Stall every flush in writeStage (as a stuck write would) without
+	// holding the append lock, which the background flusher also takes.
+	stall := func(on bool) {
+		l.mu.Lock()
+		l.writing = on
+		if !on {
+			l.cond.Broadcast()
+		}
+		l.mu.Unlock()
+	}
+	stall(true)
+	stalled := true
 	defer func() {
-		if locked {
-			l.mu.Unlock()
+		if stalled {
+			stall(false)
 		}
 	}()
 	leader := make(chan error, 1)
@@ -260,8 +270,8 @@ func TestLogWaitFlushedFollowerTimeout(t *testing.T) {
 		t.Fatalf("cancelled follower: %v", err)
 	}
 
-	l.mu.Unlock()
-	locked = false
+	stall(false)
+	stalled = false
 	if err := <-leader; err != nil {
 		t.Fatalf("leader: %v", err)
 	}
