@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -18,29 +19,9 @@ import (
 // (new message id, same key): every effect exactly once.
 func TestEndToEndDuplicateEveryDelivery(t *testing.T) {
 	f := newFixture(t)
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	common := []mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
-		mqclient.WithRouteRefreshInterval(time.Second), mqclient.WithHeartbeatInterval(time.Second),
-		mqclient.WithRebalanceInterval(500 * time.Millisecond), mqclient.WithPollTimeout(2 * time.Second)}
-
-	admin, err := mqclient.NewAdmin(common...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Shutdown(context.Background())
-	topic := fmt.Sprintf("idem-%d", time.Now().UnixNano()%1e6)
-	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: 4}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
+	common, _, topic := startBroker(t, ctx, "idem", 4)
 
 	var acked atomic.Int64
 	h := f.consumer(t, f.rdb, Options{Group: "e2e"}).Wrap(transfer)
@@ -101,4 +82,32 @@ func TestEndToEndDuplicateEveryDelivery(t *testing.T) {
 	if hits := f.metric("dedup_hits_total", "group", "e2e"); hits < float64(sent) {
 		t.Errorf("dedup hits %v, want >= %d (every duplicated delivery)", hits, sent)
 	}
+}
+
+// startBroker starts a NameServer and a broker (opts applied) and an Admin,
+// creates a topic with queues queues and returns the client options every
+// client of the test uses, the Admin and the topic.
+func startBroker(t *testing.T, ctx context.Context, prefix string, queues int, opts ...func(*broker.Options)) ([]mqclient.Option, *mqclient.Admin, string) {
+	t.Helper()
+	ns := nameservertest.Start(t)
+	brokertest.Start(t, ns, opts...)
+	common := []mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
+		mqclient.WithRouteRefreshInterval(time.Second), mqclient.WithHeartbeatInterval(time.Second),
+		mqclient.WithRebalanceInterval(500 * time.Millisecond), mqclient.WithPollTimeout(2 * time.Second)}
+	admin, err := mqclient.NewAdmin(common...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Shutdown(context.Background()) })
+	topic := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
+	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: queues}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	return common, admin, topic
 }

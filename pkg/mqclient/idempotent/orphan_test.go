@@ -2,13 +2,10 @@ package idempotent
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/tidemq/tide/broker"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 )
 
@@ -20,30 +17,11 @@ import (
 // delay a message, not lose it to the DLQ.
 func TestOrphanedClaimNeverDeadLetters(t *testing.T) {
 	f := newFixture(t)
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, func(o *broker.Options) {
-		o.Store.MessageDelayLevel = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	common := []mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
-		mqclient.WithRouteRefreshInterval(time.Second), mqclient.WithHeartbeatInterval(time.Second),
-		mqclient.WithRebalanceInterval(500 * time.Millisecond), mqclient.WithPollTimeout(2 * time.Second)}
-	admin, err := mqclient.NewAdmin(common...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Shutdown(context.Background())
-	topic := fmt.Sprintf("orphan-%d", time.Now().UnixNano()%1e6)
-	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
+	common, admin, topic := startBroker(t, ctx, "orphan", 1, func(o *broker.Options) {
+		o.Store.MessageDelayLevel = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+	})
 
 	const group, key = "orphans", "order-9"
 	c := f.consumer(t, f.rdb, Options{Group: group}) // default ClaimTTL
