@@ -1,58 +1,15 @@
 package data
 
 import (
-	"database/sql"
 	"embed"
-	"errors"
-	"fmt"
 
-	gomysql "github.com/go-sql-driver/mysql"
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database/mysql"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/tidemq/tide/services/kit/migrate"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrate brings the schema of the database named by dsn up to the newest
-// embedded migration (migrations/NNNNNN_name.up.sql). It is safe to run at
-// every start and from several instances at once: golang-migrate holds a
-// database lock (GET_LOCK) while it works. It uses its own connection,
-// with multi statements enabled, and closes it before returning.
-func Migrate(dsn string) (err error) {
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	cfg.MultiStatements = true
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	src, err := iofs.New(migrations, "migrations")
-	if err != nil {
-		db.Close()
-		return fmt.Errorf("migrations: %w", err)
-	}
-	drv, err := mysql.WithInstance(db, &mysql.Config{})
-	if err != nil {
-		db.Close()
-		return fmt.Errorf("migrations: %w", err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "mysql", drv)
-	if err != nil {
-		drv.Close()
-		return fmt.Errorf("migrations: %w", err)
-	}
-	defer func() {
-		serr, derr := m.Close() // closes db too
-		if err == nil {
-			err = errors.Join(serr, derr)
-		}
-	}()
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	return nil
-}
+// Migrate applies the embedded migrations that the database at dsn
+// has not seen yet (kit/migrate.Up: safe at every start and from several
+// instances at once).
+func Migrate(dsn string) error { return migrate.Up(dsn, migrations, "migrations") }
