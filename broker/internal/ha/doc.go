@@ -122,10 +122,13 @@
 //   - Divergence is detected only when the slave is ahead at connect
 //     time. A slave whose history differs below the master's end (e.g.
 //     after a master crash lost data and new writes refilled the range)
-//     is not detected: the protocol carries offsets, not checksums.
+//     is not detected: the protocol carries offsets, not checksums. In
+//     controller mode the broker compares epoch files with the master
+//     and truncates before it replicates, which covers that case.
 //   - Acks count appended, not fsynced, bytes on the slave.
 //   - The slave must not take writes of its own (store.SetReadOnly);
-//     switching roles (promoting a slave) is not automated.
+//     switching roles is the broker's (controller mode,
+//     roleswitch.go): it closes the Client or Server and starts the other.
 //   - Lag time (Status) is the store time of the oldest record the slave
 //     lacks, read from the master's commit log; when the slave's offset is
 //     not a record boundary, the time since it was last fully caught up.

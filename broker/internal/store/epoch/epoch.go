@@ -4,8 +4,8 @@
 // In controller mode a master appends (epoch, its max offset) when the
 // controller makes it master; a replica that rejoins compares its entries
 // with the new master's (ConsistentPoint) and truncates its commit log and
-// this file beyond the last offset both agree on. Wiring that truncation
-// into replication is not done yet (docs/controller.md).
+// this file beyond the last offset both agree on (the broker's
+// roleswitch.go does both, docs/controller.md).
 //
 // # Entries
 //
