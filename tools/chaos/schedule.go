@@ -41,7 +41,6 @@ type Fault struct {
 	Peer   string
 	Dur    time.Duration
 	Gap    time.Duration
-	// netem
 	// slow-link: the link's rate (tbf, with LatencyMS of queue) and the
 	// share of packets dropped at random
 	RateKbit, LatencyMS int
