@@ -15,20 +15,7 @@ import (
 // Kratos itself).
 func NewGRPCServer(c *conf.Server, s *service.InventoryService, logger log.Logger) *grpc.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
-	opts := []grpc.ServerOption{
-		grpc.Middleware(in.ServerMiddleware()...),
-		grpc.Options(in.GRPCMaxRecvMsgSize()),
-	}
-	if c.GetGrpc().GetNetwork() != "" {
-		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
-	}
-	if c.GetGrpc().GetAddr() != "" {
-		opts = append(opts, grpc.Address(c.GetGrpc().GetAddr()))
-	}
-	if c.GetGrpc().GetTimeout() != nil {
-		opts = append(opts, grpc.Timeout(c.GetGrpc().GetTimeout().AsDuration()))
-	}
-	srv := grpc.NewServer(opts...)
+	srv := in.NewGRPCServer(c.GetGrpc())
 	v1.RegisterInventoryServer(srv, s)
 	return srv
 }

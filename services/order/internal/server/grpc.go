@@ -15,20 +15,7 @@ import (
 // registers grpc.health.v1 on it.
 func NewGRPCServer(c *conf.Server, order *service.OrderService, logger log.Logger) *grpc.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
-	opts := []grpc.ServerOption{
-		grpc.Middleware(in.ServerMiddleware()...),
-		grpc.Options(in.GRPCMaxRecvMsgSize()),
-	}
-	if c.GetGrpc().GetNetwork() != "" {
-		opts = append(opts, grpc.Network(c.GetGrpc().GetNetwork()))
-	}
-	if c.GetGrpc().GetAddr() != "" {
-		opts = append(opts, grpc.Address(c.GetGrpc().GetAddr()))
-	}
-	if c.GetGrpc().GetTimeout() != nil {
-		opts = append(opts, grpc.Timeout(c.GetGrpc().GetTimeout().AsDuration()))
-	}
-	srv := grpc.NewServer(opts...)
+	srv := in.NewGRPCServer(c.GetGrpc())
 	orderv1.RegisterOrderServer(srv, order)
 	return srv
 }

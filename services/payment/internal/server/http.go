@@ -34,18 +34,7 @@ import (
 func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *data.Gateway, rc *Reconciler,
 	faults *fault.Set, reg *prometheus.Registry, ready Pinger, logger log.Logger) *http.Server {
 	in := api.New(api.Options{Logger: logger}, service.Schemas)
-	opts := append(in.HTTPServerOptions(),
-		http.Middleware(in.ServerMiddleware()...))
-	if c.GetHttp().GetNetwork() != "" {
-		opts = append(opts, http.Network(c.GetHttp().GetNetwork()))
-	}
-	if c.GetHttp().GetAddr() != "" {
-		opts = append(opts, http.Address(c.GetHttp().GetAddr()))
-	}
-	if c.GetHttp().GetTimeout() != nil {
-		opts = append(opts, http.Timeout(c.GetHttp().GetTimeout().AsDuration()))
-	}
-	srv := http.NewServer(opts...)
+	srv := in.NewHTTPServer(c.GetHttp())
 	registerHealth(srv, ready)
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	registerReconcile(srv, rc, in)
