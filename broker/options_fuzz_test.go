@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tidemq/tide/pkg/remoting/props"
+	"github.com/tidemq/tide/pkg/props"
 )
 
 // FuzzConfig parses arbitrary broker.conf text as the broker command does

@@ -28,6 +28,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/tidemq/tide/pkg/props v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.3.5 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sys v0.35.0 // indirect
@@ -41,3 +42,5 @@ replace (
 	github.com/tidemq/tide/broker => ../broker
 	github.com/tidemq/tide/nameserver => ../nameserver
 )
+
+replace github.com/tidemq/tide/pkg/props => ../pkg/props

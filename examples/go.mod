@@ -9,6 +9,10 @@ require (
 	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/delay v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/ordered v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/txmsg v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
@@ -43,3 +47,15 @@ replace (
 	github.com/tidemq/tide/pkg/remoting => ../pkg/remoting
 	github.com/tidemq/tide/pkg/testenv => ../pkg/testenv
 )
+
+replace github.com/tidemq/tide/pkg/props => ../pkg/props
+
+replace github.com/tidemq/tide/pkg/tidetest => ../pkg/tidetest
+
+replace github.com/tidemq/tide/pkg/mqclient/delay => ../pkg/mqclient/delay
+
+replace github.com/tidemq/tide/pkg/mqclient/idempotent => ../pkg/mqclient/idempotent
+
+replace github.com/tidemq/tide/pkg/mqclient/ordered => ../pkg/mqclient/ordered
+
+replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../pkg/mqclient/txmsg

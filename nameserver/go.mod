@@ -24,6 +24,7 @@ require (
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/sirupsen/logrus v1.4.0 // indirect
+	github.com/tidemq/tide/pkg/props v0.0.0-00010101000000-000000000000
 	github.com/tidwall/gjson v1.13.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
@@ -38,3 +39,5 @@ require (
 )
 
 replace github.com/tidemq/tide/pkg/remoting => ../pkg/remoting
+
+replace github.com/tidemq/tide/pkg/props => ../pkg/props

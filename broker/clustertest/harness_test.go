@@ -21,8 +21,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/tidemq/tide/pkg/props"
 	"github.com/tidemq/tide/pkg/remoting"
-	"github.com/tidemq/tide/pkg/remoting/props"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 

@@ -36,5 +36,8 @@ replace (
 	github.com/tidemq/tide/nameserver => ../../nameserver
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
-	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
 )
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // batchLog records every batch a BatchHandler got and checks each one as
@@ -103,7 +104,7 @@ func (b *batchLog) distinct() int {
 // handler; it is shut down at the end of the test unless the test did it.
 func (e *env) batchConsumer(t *testing.T, group, topic string, h mqclient.BatchHandler, opts ...mqclient.Option) *mqclient.PushConsumer {
 	t.Helper()
-	c, err := mqclient.NewPushConsumer(group, e.fast(opts...)...)
+	c, err := mqclient.NewPushConsumer(group, e.Options(opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func sendKeyed(t *testing.T, p *mqclient.Producer, topic string, n, keys int) {
 
 func TestPushConsumerBatchSizes(t *testing.T) {
 	e := startEnv(t)
-	p := e.producer(t)
+	p := e.Producer(t)
 	tests := []struct {
 		name      string
 		batch     int
@@ -158,7 +159,7 @@ func TestPushConsumerBatchSizes(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 300
-			topic := e.topic(t, 4)
+			topic := e.Topic(t, 4)
 			// Everything is stored before the consumer starts, so pulls
 			// return full pages and batches can fill up.
 			sendKeyed(t, p, topic, n, 6)
@@ -171,7 +172,7 @@ func TestPushConsumerBatchSizes(t *testing.T) {
 				opts = append(opts, mqclient.WithOrdered())
 			}
 			e.batchConsumer(t, "g-batch-"+strconv.Itoa(i), topic, log.handle, opts...)
-			waitFor(t, 20*time.Second, "every message", func() bool { return log.distinct() == n })
+			tidetest.WaitFor(t, 20*time.Second, "every message", func() bool { return log.distinct() == n })
 			log.mu.Lock()
 			defer log.mu.Unlock()
 			largest := 0
@@ -191,8 +192,8 @@ func TestPushConsumerBatchFailureRedelivered(t *testing.T) {
 	e := startEnv(t, func(o *broker.Options) {
 		o.Store.MessageDelayLevel = "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s"
 	})
-	topic := e.topic(t, 2)
-	p := e.producer(t)
+	topic := e.Topic(t, 2)
+	p := e.Producer(t)
 	const n = 40
 	sendKeyed(t, p, topic, n, 4)
 	var mu sync.Mutex
@@ -220,7 +221,7 @@ func TestPushConsumerBatchFailureRedelivered(t *testing.T) {
 	}
 	e.batchConsumer(t, "g-batch-retry", topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithConsumeBatchSize(4), mqclient.WithRetryBackoff(50*time.Millisecond, 200*time.Millisecond))
-	waitFor(t, 30*time.Second, "every message acknowledged", func() bool {
+	tidetest.WaitFor(t, 30*time.Second, "every message acknowledged", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(times) < n {
@@ -250,8 +251,8 @@ func TestPushConsumerBatchFailureRedelivered(t *testing.T) {
 
 func TestPushConsumerBatchOrderedFailureRetriedInPlace(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
-	p := e.producer(t)
+	topic := e.Topic(t, 1)
+	p := e.Producer(t)
 	sendKeyed(t, p, topic, 12, 2) // key-0 and key-1, six messages each
 	var mu sync.Mutex
 	var calls [][]string         // bodies of each batch, in call order
@@ -287,7 +288,7 @@ func TestPushConsumerBatchOrderedFailureRetriedInPlace(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, 15*time.Second, "both keys to the end", func() bool {
+	tidetest.WaitFor(t, 15*time.Second, "both keys to the end", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return done("key-0:5") && done("key-1:5")
@@ -324,8 +325,8 @@ func TestPushConsumerBatchOrderedFailureRetriedInPlace(t *testing.T) {
 
 func TestPushConsumerBatchShutdownInFlight(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
-	p := e.producer(t)
+	topic := e.Topic(t, 1)
+	p := e.Producer(t)
 	const n = 40
 	sendKeyed(t, p, topic, n, 1)
 	release := make(chan struct{})
@@ -357,7 +358,7 @@ func TestPushConsumerBatchShutdownInFlight(t *testing.T) {
 	}
 	c := e.batchConsumer(t, "g-batch-shutdown", topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithConsumeBatchSize(4), mqclient.WithConcurrency(4))
-	waitFor(t, 15*time.Second, "every batch but the blocked one", func() bool {
+	tidetest.WaitFor(t, 15*time.Second, "every batch but the blocked one", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return blockedFrom >= 0 && len(handled) == n-int(blockedTo-blockedFrom+1)
@@ -368,7 +369,7 @@ func TestPushConsumerBatchShutdownInFlight(t *testing.T) {
 		t.Error("Shutdown reported no handler still running")
 	}
 	close(release)
-	progress, err := e.admin.ConsumerProgress(context.Background(), "g-batch-shutdown", topic)
+	progress, err := e.Admin.ConsumerProgress(context.Background(), "g-batch-shutdown", topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestPushConsumerBatchShutdownInFlight(t *testing.T) {
 		}
 		return nil
 	}, mqclient.WithConsumeBatchSize(4))
-	waitFor(t, 15*time.Second, "the rest", func() bool {
+	tidetest.WaitFor(t, 15*time.Second, "the rest", func() bool {
 		gotMu.Lock()
 		defer gotMu.Unlock()
 		return len(got) >= int(n-from)

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/mqtest"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestConformance runs the mqtest suite against the in-process broker,
@@ -22,23 +23,23 @@ func TestConformance(t *testing.T) {
 	ns := nameservertest.Start(t)
 	dir := t.TempDir()
 	b := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir })
-	e := &env{ns: ns, broker: b}
-	e.admin = e.newAdmin(t)
+	e := &env{&tidetest.Env{NameServer: ns, Broker: b}}
+	e.Admin = tidetest.Admin(t, e.Options()...)
 	_, port, _ := strings.Cut(b.Addr(), ":")
 	restart := func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.broker.Shutdown(ctx); err != nil {
+		if err := e.Broker.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
-		e.broker = brokertest.Start(t, ns, func(o *broker.Options) {
+		e.Broker = brokertest.Start(t, ns, func(o *broker.Options) {
 			o.Store.StorePathRootDir = dir
 			o.ListenPort = atoi(port)
 		})
 	}
 	mqtest.Run(t, mqtest.Config{
 		NameServers: []string{ns},
-		Options:     []mqclient.Option{mqclient.WithLogger(testLogger())},
+		Options:     []mqclient.Option{mqclient.WithLogger(tidetest.Logger())},
 		Features: mqtest.Features{
 			Ordered:   true,
 			Broadcast: true,
@@ -73,12 +74,12 @@ func probeDelay(t *testing.T, e *env) bool {
 // probeHeld sends m to a new topic and reports whether it arrived no
 // earlier than min.
 func probeHeld(t *testing.T, e *env, group string, m *mqclient.Message, min time.Duration) bool {
-	topic := e.topic(t, 1)
+	topic := e.Topic(t, 1)
 	m.Topic = topic
-	p := e.producer(t)
+	p := e.Producer(t)
 	got := make(chan time.Duration, 1)
 	start := time.Now()
-	e.consumer(t, group, topic, func(ctx context.Context, m *mqclient.MessageExt) error {
+	e.Consumer(t, group, topic, func(ctx context.Context, m *mqclient.MessageExt) error {
 		select {
 		case got <- time.Since(start):
 		default:

@@ -10,15 +10,16 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestPushConsumerConsumeFromTimestamp(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
+	topic := e.Topic(t, 1)
 	if !probeZeroIfNotFound(t, e, topic) {
 		t.Skip("broker answers 0 for a new group on a young queue (RocketMQ 4.x semantics, setZeroIfNotFound=false not honoured): ConsumeFrom does not apply there")
 	}
-	p := e.producer(t)
+	p := e.Producer(t)
 	ctx := context.Background()
 	var last time.Time
 	for i := 0; i < 5; i++ {
@@ -28,30 +29,26 @@ func TestPushConsumerConsumeFromTimestamp(t *testing.T) {
 		last = time.Now()
 	}
 	// store timestamps have millisecond resolution: let the clock move on
-	waitFor(t, time.Second, "clock tick", func() bool { return time.Since(last) > 20*time.Millisecond })
+	tidetest.WaitFor(t, time.Second, "clock tick", func() bool { return time.Since(last) > 20*time.Millisecond })
 	from := time.Now()
 	for i := 0; i < 5; i++ {
 		if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("new" + strconv.Itoa(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec := newRecorder()
-	e.consumer(t, "g-from-ts", topic, rec.handle, mqclient.WithConsumeTimestamp(from))
-	waitFor(t, 10*time.Second, "new messages", func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "g-from-ts", topic, rec.Handle, mqclient.WithConsumeTimestamp(from))
+	tidetest.WaitFor(t, 10*time.Second, "new messages", func() bool {
 		n := 0
-		for _, m := range rec.msgs {
+		for _, m := range rec.Messages() {
 			if strings.HasPrefix(string(m.Body), "new") {
 				n++
 			}
 		}
 		return n == 5
 	})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	old := 0
-	for _, m := range rec.msgs {
+	for _, m := range rec.Messages() {
 		if strings.HasPrefix(string(m.Body), "old") {
 			old++
 		}
@@ -67,14 +64,14 @@ func TestPushConsumerConsumeFromTimestamp(t *testing.T) {
 // setZeroIfNotFound=false (RocketMQ 5), rather than 0.
 func probeZeroIfNotFound(t *testing.T, e *env, topic string) bool {
 	t.Helper()
-	cl := remoting.NewClient(remoting.ClientOptions{Logger: testLogger()})
+	cl := remoting.NewClient(remoting.ClientOptions{Logger: tidetest.Logger()})
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	h := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: "g-probe-zero", Topic: topic, QueueID: 0}
 	ext := h.Encode()
 	ext["setZeroIfNotFound"] = "false"
-	resp, err := cl.Invoke(ctx, e.broker.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, ext, nil))
+	resp, err := cl.Invoke(ctx, e.Broker.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, ext, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

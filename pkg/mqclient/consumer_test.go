@@ -15,6 +15,7 @@ import (
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // keyedLoad sends n messages over keys keys in the background, one
@@ -103,58 +104,56 @@ func (o *orderChecker) distinct() int {
 
 func TestPushConsumerRebalanceJoinLeaveUnderLoad(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 8)
-	p := e.producer(t)
+	topic := e.Topic(t, 8)
+	p := e.Producer(t)
 	const n = 1500
-	rec := newRecorder()
+	rec := tidetest.NewRecorder()
 	var sent atomic.Int64
 	opts := []mqclient.Option{mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)}
-	a := e.consumer(t, "g-rebalance", topic, rec.handle, opts...)
+	a := e.Consumer(t, "g-rebalance", topic, rec.Handle, opts...)
 	done := keyedLoad(t, p, topic, n, 50, &sent)
-	waitFor(t, 20*time.Second, "a third sent", func() bool { return sent.Load() > n/3 })
-	e.consumer(t, "g-rebalance", topic, rec.handle, opts...)
-	waitFor(t, 20*time.Second, "two thirds sent", func() bool { return sent.Load() > 2*n/3 })
-	e.consumer(t, "g-rebalance", topic, rec.handle, opts...)
+	tidetest.WaitFor(t, 20*time.Second, "a third sent", func() bool { return sent.Load() > n/3 })
+	e.Consumer(t, "g-rebalance", topic, rec.Handle, opts...)
+	tidetest.WaitFor(t, 20*time.Second, "two thirds sent", func() bool { return sent.Load() > 2*n/3 })
+	e.Consumer(t, "g-rebalance", topic, rec.Handle, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := a.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown a: %v", err)
 	}
 	cancel()
 	<-done
-	waitFor(t, 30*time.Second, "every message", func() bool { return rec.distinct() == n })
-	rec.mu.Lock()
-	t.Logf("%d deliveries for %d messages", rec.total, n)
-	rec.mu.Unlock()
+	tidetest.WaitFor(t, 30*time.Second, "every message", func() bool { return rec.Distinct() == n })
+	t.Logf("%d deliveries for %d messages", rec.Total(), n)
 }
 
 func TestPushConsumerOrderedRebalanceKeepsKeyOrder(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 8)
-	p := e.producer(t)
+	topic := e.Topic(t, 8)
+	p := e.Producer(t)
 	const n = 1200
 	chk := newOrderChecker(t)
 	var sent atomic.Int64
 	opts := []mqclient.Option{mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithOrdered()}
-	a := e.consumer(t, "g-ordered", topic, chk.handler("a", time.Millisecond), opts...)
+	a := e.Consumer(t, "g-ordered", topic, chk.handler("a", time.Millisecond), opts...)
 	done := keyedLoad(t, p, topic, n, 40, &sent)
-	waitFor(t, 20*time.Second, "a third sent", func() bool { return sent.Load() > n/3 })
-	e.consumer(t, "g-ordered", topic, chk.handler("b", time.Millisecond), opts...)
-	waitFor(t, 20*time.Second, "two thirds sent", func() bool { return sent.Load() > 2*n/3 })
-	e.consumer(t, "g-ordered", topic, chk.handler("c", time.Millisecond), opts...)
+	tidetest.WaitFor(t, 20*time.Second, "a third sent", func() bool { return sent.Load() > n/3 })
+	e.Consumer(t, "g-ordered", topic, chk.handler("b", time.Millisecond), opts...)
+	tidetest.WaitFor(t, 20*time.Second, "two thirds sent", func() bool { return sent.Load() > 2*n/3 })
+	e.Consumer(t, "g-ordered", topic, chk.handler("c", time.Millisecond), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := a.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown a: %v", err)
 	}
 	cancel()
 	<-done
-	waitFor(t, 60*time.Second, "every message", func() bool { return chk.distinct() == n })
+	tidetest.WaitFor(t, 60*time.Second, "every message", func() bool { return chk.distinct() == n })
 	t.Logf("%d deliveries for %d messages", chk.total.Load(), n)
 }
 
 func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
-	p := e.producer(t)
+	topic := e.Topic(t, 1)
+	p := e.Producer(t)
 	var mu sync.Mutex
 	var order []string
 	attempts := map[string]int{}
@@ -168,7 +167,7 @@ func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 		order = append(order, string(m.Body))
 		return nil
 	}
-	e.consumer(t, "g-poison", topic, h, mqclient.WithOrdered(), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+	e.Consumer(t, "g-poison", topic, h, mqclient.WithOrdered(), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithMaxReconsumeTimes(3), mqclient.WithRetryBackoff(100*time.Millisecond, 200*time.Millisecond))
 	for i, body := range []string{"bad:0", "bad:1", "good:0", "good:1", "good:2"} {
 		key, _, _ := strings.Cut(body, ":")
@@ -178,7 +177,7 @@ func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 	}
 	// The good key flows while bad:0 is retried; bad:1 follows once bad:0
 	// went to the DLQ (or, if the broker cannot take it, keeps waiting).
-	waitFor(t, 10*time.Second, "good key", func() bool {
+	tidetest.WaitFor(t, 10*time.Second, "good key", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) >= 3
@@ -188,7 +187,7 @@ func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 		t.Errorf("good key order %v", order)
 	}
 	mu.Unlock()
-	waitFor(t, 10*time.Second, "bad:0 retried", func() bool {
+	tidetest.WaitFor(t, 10*time.Second, "bad:0 retried", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return attempts["bad:0"] >= 3
@@ -196,7 +195,7 @@ func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 	if !probeSendBack(t, e) {
 		t.Skip("broker does not support CONSUMER_SEND_MSG_BACK yet: the DLQ step is not checked")
 	}
-	waitFor(t, 10*time.Second, "bad:1 after bad:0 went to the DLQ", func() bool {
+	tidetest.WaitFor(t, 10*time.Second, "bad:1 after bad:0 went to the DLQ", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return attempts["bad:1"] == 1
@@ -205,64 +204,56 @@ func TestPushConsumerOrderedFailingKeyBlocksOnlyItself(t *testing.T) {
 
 func TestPushConsumerShutdownWithInFlight(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 4)
-	p := e.producer(t)
+	topic := e.Topic(t, 4)
+	p := e.Producer(t)
 	const n = 200
 	for i := 0; i < n; i++ {
 		if _, err := p.Send(context.Background(), &mqclient.Message{Topic: topic, Body: []byte(strconv.Itoa(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	first := newRecorder()
+	first := tidetest.NewRecorder()
 	var started atomic.Int32
 	slow := func(ctx context.Context, m *mqclient.MessageExt) error {
 		started.Add(1)
 		time.Sleep(20 * time.Millisecond)
-		return first.handle(ctx, m)
+		return first.Handle(ctx, m)
 	}
-	c := e.consumer(t, "g-shutdown", topic, slow, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithConcurrency(4))
-	waitFor(t, 10*time.Second, "some messages", func() bool { return first.distinct() >= 20 })
+	c := e.Consumer(t, "g-shutdown", topic, slow, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithConcurrency(4))
+	tidetest.WaitFor(t, 10*time.Second, "some messages", func() bool { return first.Distinct() >= 20 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := int(started.Load()); s != first.total {
-		t.Fatalf("%d handlers started, %d finished: Shutdown returned before in-flight handlers ended", s, first.total)
+	if s := int(started.Load()); s != first.Total() {
+		t.Fatalf("%d handlers started, %d finished: Shutdown returned before in-flight handlers ended", s, first.Total())
 	}
-	second := newRecorder()
-	e.consumer(t, "g-shutdown", topic, second.handle)
-	waitFor(t, 15*time.Second, "the rest", func() bool {
-		first.mu.Lock()
-		defer first.mu.Unlock()
-		second.mu.Lock()
-		defer second.mu.Unlock()
+	second := tidetest.NewRecorder()
+	e.Consumer(t, "g-shutdown", topic, second.Handle)
+	tidetest.WaitFor(t, 15*time.Second, "the rest", func() bool {
 		all := map[string]bool{}
-		for id := range first.byID {
-			all[id] = true
+		for _, m := range first.Messages() {
+			all[m.MsgID] = true
 		}
-		for id := range second.byID {
-			all[id] = true
+		for _, m := range second.Messages() {
+			all[m.MsgID] = true
 		}
 		return len(all) == n
 	})
-	first.mu.Lock()
-	second.mu.Lock()
 	dup := 0
-	for id := range second.byID {
-		if first.byID[id] > 0 {
+	for _, m := range second.Messages() {
+		if first.Count(m.MsgID) > 0 {
 			dup++
 		}
 	}
-	t.Logf("first consumer handled %d, second %d, redelivered %d", len(first.byID), len(second.byID), dup)
-	second.mu.Unlock()
-	first.mu.Unlock()
+	t.Logf("first consumer handled %d, second %d, redelivered %d", first.Distinct(), second.Distinct(), dup)
 }
 
 func TestPushConsumerRetryRedelivers(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 2)
-	p := e.producer(t)
+	topic := e.Topic(t, 2)
+	p := e.Producer(t)
 	var mu sync.Mutex
 	seen := map[string][]int32{}
 	h := func(ctx context.Context, m *mqclient.MessageExt) error {
@@ -277,7 +268,7 @@ func TestPushConsumerRetryRedelivers(t *testing.T) {
 		}
 		return nil
 	}
-	e.consumer(t, "g-retry", topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+	e.Consumer(t, "g-retry", topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithRetryBackoff(100*time.Millisecond, time.Second))
 	for i := 0; i < 5; i++ {
 		if _, err := p.Send(context.Background(), &mqclient.Message{Topic: topic, Body: []byte(strconv.Itoa(i))}); err != nil {
@@ -286,7 +277,7 @@ func TestPushConsumerRetryRedelivers(t *testing.T) {
 	}
 	// Through the broker's retry topic the first redelivery waits for
 	// delay level 3 (10 s); through the local fallback, 100 ms.
-	waitFor(t, 40*time.Second, "redeliveries", func() bool {
+	tidetest.WaitFor(t, 40*time.Second, "redeliveries", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := 0; i < 5; i++ {
@@ -310,12 +301,12 @@ func TestPushConsumerBrokerRestart(t *testing.T) {
 	dir := t.TempDir()
 	b1 := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir })
 	_, port, _ := strings.Cut(b1.Addr(), ":")
-	e := &env{ns: ns, broker: b1}
-	e.admin = e.newAdmin(t)
-	topic := e.topic(t, 4)
-	p := e.producer(t)
-	rec := newRecorder()
-	e.consumer(t, "g-restart", topic, rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	e := &env{&tidetest.Env{NameServer: ns, Broker: b1}}
+	e.Admin = tidetest.Admin(t, e.Options()...)
+	topic := e.Topic(t, 4)
+	p := e.Producer(t)
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "g-restart", topic, rec.Handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
 			m := &mqclient.Message{Topic: topic, Body: []byte(strconv.Itoa(i))}
@@ -333,7 +324,7 @@ func TestPushConsumerBrokerRestart(t *testing.T) {
 		}
 	}
 	send(0, 100)
-	waitFor(t, 15*time.Second, "first half", func() bool { return rec.distinct() == 100 })
+	tidetest.WaitFor(t, 15*time.Second, "first half", func() bool { return rec.Distinct() == 100 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := b1.Shutdown(ctx); err != nil {
@@ -342,7 +333,7 @@ func TestPushConsumerBrokerRestart(t *testing.T) {
 	pn, _ := strconv.Atoi(port)
 	brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = pn })
 	send(100, 200)
-	waitFor(t, 30*time.Second, "second half", func() bool { return rec.distinct() == 200 })
+	tidetest.WaitFor(t, 30*time.Second, "second half", func() bool { return rec.Distinct() == 200 })
 }
 
 func startEnvNS(t *testing.T) string {

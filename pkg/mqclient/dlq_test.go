@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestPushConsumerDLQAndResend(t *testing.T) {
@@ -15,19 +16,19 @@ func TestPushConsumerDLQAndResend(t *testing.T) {
 	if !e.probe(t, "sendback") {
 		t.Skip("broker does not support CONSUMER_SEND_MSG_BACK yet")
 	}
-	topic := e.topic(t, 1)
-	p := e.producer(t)
+	topic := e.Topic(t, 1)
+	p := e.Producer(t)
 	var failing atomic.Bool
 	failing.Store(true)
-	rec := newRecorder()
+	rec := tidetest.NewRecorder()
 	h := func(ctx context.Context, m *mqclient.MessageExt) error {
 		if failing.Load() {
 			return errors.New("poison")
 		}
-		return rec.handle(ctx, m)
+		return rec.Handle(ctx, m)
 	}
 	const group = "g-dlq"
-	e.consumer(t, group, topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithMaxReconsumeTimes(0))
+	e.Consumer(t, group, topic, h, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithMaxReconsumeTimes(0))
 	res, err := p.Send(context.Background(), &mqclient.Message{Topic: topic, Body: []byte("poison"), Keys: []string{"order-7"}})
 	if err != nil {
 		t.Fatal(err)
@@ -36,21 +37,19 @@ func TestPushConsumerDLQAndResend(t *testing.T) {
 	defer cancel()
 	dlq := mqclient.DLQTopicPrefix + group
 	var dead []*mqclient.MessageExt
-	waitFor(t, 15*time.Second, "message in the DLQ", func() bool {
-		dead, err = e.admin.QueryByUniqID(ctx, dlq, res.MsgID)
+	tidetest.WaitFor(t, 15*time.Second, "message in the DLQ", func() bool {
+		dead, err = e.Admin.QueryByUniqID(ctx, dlq, res.MsgID)
 		return err == nil && len(dead) > 0
 	})
 	if string(dead[0].Body) != "poison" {
 		t.Fatalf("DLQ message body %q", dead[0].Body)
 	}
 	failing.Store(false)
-	if _, err := e.admin.Resend(ctx, p, dead[0].OffsetMsgID); err != nil {
+	if _, err := e.Admin.Resend(ctx, p, dead[0].OffsetMsgID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "resent message consumed", func() bool { return rec.distinct() == 1 })
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if m := rec.msgs[0]; string(m.Body) != "poison" || m.Topic != topic || len(m.Keys) != 1 || m.Keys[0] != "order-7" {
+	tidetest.WaitFor(t, 15*time.Second, "resent message consumed", func() bool { return rec.Distinct() == 1 })
+	if m := rec.Messages()[0]; string(m.Body) != "poison" || m.Topic != topic || len(m.Keys) != 1 || m.Keys[0] != "order-7" {
 		t.Fatalf("resent message %+v", m.Message)
 	}
 }

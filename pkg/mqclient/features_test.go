@@ -22,11 +22,11 @@ func TestMasterFeatures(t *testing.T) {
 			e := startEnv(t, func(o *broker.Options) { o.TideExtensions = on })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			fs, err := e.admin.MasterFeatures(ctx)
+			fs, err := e.Admin.MasterFeatures(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(fs) != 1 || fs[0].BrokerName != "broker-a" || fs[0].Addr != e.broker.Addr() {
+			if len(fs) != 1 || fs[0].BrokerName != "broker-a" || fs[0].Addr != e.Broker.Addr() {
 				t.Fatalf("MasterFeatures = %+v", fs)
 			}
 			f := fs[0]
@@ -36,11 +36,11 @@ func TestMasterFeatures(t *testing.T) {
 			if on && !slices.Equal(f.Extensions, protocol.TideExtensions()) {
 				t.Errorf("extensions %v, want %v", f.Extensions, protocol.TideExtensions())
 			}
-			_, err = e.admin.HalfMessages(ctx, f.Addr)
+			_, err = e.Admin.HalfMessages(ctx, f.Addr)
 			if got := errors.Is(err, mqclient.ErrNotSupported); got == f.HalfMessages {
 				t.Errorf("HalfMessages: %v (feature says %v)", err, f.HalfMessages)
 			}
-			_, err = e.admin.RecallTimer(ctx, f.Addr, "", "nope")
+			_, err = e.Admin.RecallTimer(ctx, f.Addr, "", "nope")
 			if got := errors.Is(err, mqclient.ErrNotSupported); got == f.TimerRecall {
 				t.Errorf("RecallTimer: %v (feature says %v)", err, f.TimerRecall)
 			}

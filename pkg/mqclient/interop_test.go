@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func init() { rlog.SetLogLevel("error") }
@@ -103,11 +104,11 @@ func TestInteropOurProducerOfficialConsumer(t *testing.T) {
 		o.TransactionCheckInterval = 500
 		o.TransactionTimeOut = 500
 	})
-	topic := e.topic(t, 4)
+	topic := e.Topic(t, 4)
 	rec := newOfficial()
-	officialConsumer(t, e.ns, "interop-official-c", topic, true, rec.handle)
+	officialConsumer(t, e.NameServer, "interop-official-c", topic, true, rec.handle)
 	ctx := context.Background()
-	p := e.producer(t)
+	p := e.Producer(t)
 	want := 0
 	// plain, with tag, keys and a property
 	for i := 0; i < 10; i++ {
@@ -145,7 +146,7 @@ func TestInteropOurProducerOfficialConsumer(t *testing.T) {
 	if e.probe(t, "transaction") {
 		tp, err := mqclient.NewTransactionProducer(func(context.Context, *mqclient.MessageExt) mqclient.TransactionState {
 			return mqclient.TransactionCommit
-		}, e.fast(mqclient.WithProducerGroup("interop-tx"))...)
+		}, e.Options(mqclient.WithProducerGroup("interop-tx"))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestInteropOurProducerOfficialConsumer(t *testing.T) {
 		}
 		want++
 	}
-	waitFor(t, 60*time.Second, "official consumer receives everything", func() bool { return rec.count() == want })
+	tidetest.WaitFor(t, 60*time.Second, "official consumer receives everything", func() bool { return rec.count() == want })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	m := rec.msgs["plain:3"]
@@ -180,7 +181,7 @@ func TestInteropOfficialProducerOurConsumer(t *testing.T) {
 		o.TransactionCheckInterval = 500
 		o.TransactionTimeOut = 500
 	})
-	topic := e.topic(t, 4)
+	topic := e.Topic(t, 4)
 	var mu sync.Mutex
 	got := map[string]*mqclient.MessageExt{}
 	order := map[string][]string{}
@@ -196,9 +197,9 @@ func TestInteropOfficialProducerOurConsumer(t *testing.T) {
 		}
 		return nil
 	}
-	e.consumer(t, "interop-our-c", topic, h, mqclient.WithOrdered(), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	e.Consumer(t, "interop-our-c", topic, h, mqclient.WithOrdered(), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.ns})),
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.NameServer})),
 		producer.WithGroupName("interop-official-p"), producer.WithRetry(2), producer.WithQueueSelector(producer.NewHashQueueSelector()))
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ func TestInteropOfficialProducerOurConsumer(t *testing.T) {
 	}
 	want++
 	if e.probe(t, "transaction") {
-		tp, err := rocketmq.NewTransactionProducer(commitListener{}, producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.ns})),
+		tp, err := rocketmq.NewTransactionProducer(commitListener{}, producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.NameServer})),
 			producer.WithGroupName("interop-official-tx"))
 		if err != nil {
 			t.Fatal(err)
@@ -262,7 +263,7 @@ func TestInteropOfficialProducerOurConsumer(t *testing.T) {
 		}
 		want++
 	}
-	waitFor(t, 60*time.Second, "our consumer receives everything", func() bool {
+	tidetest.WaitFor(t, 60*time.Second, "our consumer receives everything", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == want

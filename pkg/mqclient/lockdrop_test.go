@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // queueOwners records, per queue, which consumers are running a handler
@@ -71,19 +72,19 @@ func (o *queueOwners) distinct() int {
 // queues while a was still working through what it had pulled.
 func TestOrderedConnectionDropNoOverlap(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 4)
-	p := e.producer(t)
+	topic := e.Topic(t, 4)
+	p := e.Producer(t)
 	own := &queueOwners{t: t, active: map[mqclient.Queue]map[string]int{}, handled: map[string]int64{}, seen: map[string]bool{}}
 	opts := []mqclient.Option{mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithOrdered()}
 	const n = 5000 // sent over several seconds: the cuts happen while it flows
 	var sent atomic.Int64
 	done := keyedLoad(t, p, topic, n, 40, &sent)
-	a := e.consumer(t, "g-lockdrop", topic, own.handler("a", 5*time.Millisecond), opts...)
-	e.consumer(t, "g-lockdrop", topic, own.handler("b", 5*time.Millisecond), opts...)
-	addr := e.broker.Addr()
+	a := e.Consumer(t, "g-lockdrop", topic, own.handler("a", 5*time.Millisecond), opts...)
+	e.Consumer(t, "g-lockdrop", topic, own.handler("b", 5*time.Millisecond), opts...)
+	addr := e.Broker.Addr()
 	for cut := 1; cut <= 3; cut++ {
 		ca, cb := own.count("a"), own.count("b")
-		waitFor(t, 30*time.Second, fmt.Sprintf("both consumers working before cut %d", cut), func() bool {
+		tidetest.WaitFor(t, 30*time.Second, fmt.Sprintf("both consumers working before cut %d", cut), func() bool {
 			return own.count("a") > ca+10 && own.count("b") > cb+10
 		})
 		t.Logf("cut %d: a %d, b %d handled, %d sent", cut, own.count("a"), own.count("b"), sent.Load())
@@ -92,7 +93,7 @@ func TestOrderedConnectionDropNoOverlap(t *testing.T) {
 		}
 	}
 	<-done
-	waitFor(t, 120*time.Second, "every message", func() bool { return own.distinct() == n })
+	tidetest.WaitFor(t, 120*time.Second, "every message", func() bool { return own.distinct() == n })
 	own.mu.Lock()
 	defer own.mu.Unlock()
 	t.Logf("handled: a %d, b %d; overlaps %d", own.handled["a"], own.handled["b"], own.overlaps)

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestProducerSendModes(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 4)
-	p := e.producer(t)
+	topic := e.Topic(t, 4)
+	p := e.Producer(t)
 	ctx := context.Background()
-	rec := newRecorder()
-	e.consumer(t, "g-modes", topic, rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "g-modes", topic, rec.Handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 
 	want := map[string]bool{}
 	for i := 0; i < 5; i++ {
@@ -76,10 +77,8 @@ func TestProducerSendModes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, 15*time.Second, "all messages", func() bool { return rec.distinct() >= len(want) })
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, m := range rec.msgs {
+	tidetest.WaitFor(t, 15*time.Second, "all messages", func() bool { return rec.Distinct() >= len(want) })
+	for _, m := range rec.Messages() {
 		if !want[string(m.Body)] {
 			t.Errorf("unexpected body %.20q", m.Body)
 		}
@@ -93,8 +92,8 @@ func TestProducerSendModes(t *testing.T) {
 
 func TestProducerSelectors(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 8)
-	p := e.producer(t)
+	topic := e.Topic(t, 8)
+	p := e.Producer(t)
 	ctx := context.Background()
 	queues := map[int32]bool{}
 	for i := 0; i < 16; i++ {
@@ -110,7 +109,7 @@ func TestProducerSelectors(t *testing.T) {
 	// Round robin is per topic: a producer alternating between two topics
 	// of 8 queues still uses every queue of each (one counter for all
 	// topics would send each topic's messages to every other queue).
-	other := e.topic(t, 8)
+	other := e.Topic(t, 8)
 	used := map[string]map[int32]bool{topic: {}, other: {}}
 	for i := 0; i < 32; i++ {
 		tp := []string{topic, other}[i%2]
@@ -138,7 +137,7 @@ func TestProducerSelectors(t *testing.T) {
 			q = res.Queue.QueueID
 		}
 	}
-	custom := e.producer(t, mqclient.WithQueueSelector(mqclient.QueueSelectorFunc(func(m *mqclient.Message, qs []mqclient.Queue) mqclient.Queue {
+	custom := e.Producer(t, mqclient.WithQueueSelector(mqclient.QueueSelectorFunc(func(m *mqclient.Message, qs []mqclient.Queue) mqclient.Queue {
 		return qs[len(qs)-1]
 	})))
 	res, err := custom.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("x")})
@@ -152,8 +151,8 @@ func TestProducerSelectors(t *testing.T) {
 
 func TestProducerRejectsInvalidMessages(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
-	p := e.producer(t, mqclient.WithMaxMessageSize(1000))
+	topic := e.Topic(t, 1)
+	p := e.Producer(t, mqclient.WithMaxMessageSize(1000))
 	ctx := context.Background()
 	cases := []struct {
 		name string
@@ -193,7 +192,7 @@ func TestProducerRejectsInvalidMessages(t *testing.T) {
 
 func TestProducerLifecycle(t *testing.T) {
 	e := startEnv(t)
-	p, err := mqclient.NewProducer(e.fast()...)
+	p, err := mqclient.NewProducer(e.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,14 +222,14 @@ func TestProducerLifecycle(t *testing.T) {
 
 func TestProducerAutoCreateTopic(t *testing.T) {
 	e := startEnv(t)
-	p := e.producer(t)
+	p := e.Producer(t)
 	topic := fmt.Sprintf("auto-%d", time.Now().UnixNano()%1e9)
 	if _, err := p.Send(context.Background(), &mqclient.Message{Topic: topic, Body: []byte("x")}); err != nil {
 		t.Fatalf("send to a new topic: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.admin.WaitTopic(ctx, topic); err != nil {
+	if err := e.Admin.WaitTopic(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 func TestPullConsumer(t *testing.T) {
 	e := startEnv(t)
-	topic := e.topic(t, 1)
-	p := e.producer(t)
+	topic := e.Topic(t, 1)
+	p := e.Producer(t)
 	ctx := context.Background()
 	for i := 0; i < 10; i++ {
 		tag := "A"
@@ -23,7 +23,7 @@ func TestPullConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := mqclient.NewPullConsumer("g-pull", e.fast()...)
+	c, err := mqclient.NewPullConsumer("g-pull", e.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}

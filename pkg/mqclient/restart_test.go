@@ -12,6 +12,7 @@ import (
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestProducerRecoversWhenMasterReturns stops the master of a master/slave
@@ -43,11 +44,11 @@ func TestProducerRecoversWhenMasterReturns(t *testing.T) {
 		o.BrokerID = 1
 		o.BrokerRole = "SLAVE"
 	})
-	e := &env{ns: ns, broker: m}
-	e.admin = e.newAdmin(t)
-	topic := e.topic(t, 4)
+	e := &env{&tidetest.Env{NameServer: ns, Broker: m}}
+	e.Admin = tidetest.Admin(t, e.Options()...)
+	topic := e.Topic(t, 4)
 
-	p, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
+	p, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithLogger(tidetest.Logger()),
 		mqclient.WithSendTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestProducerRecoversWhenMasterReturns(t *testing.T) {
 	cancel()
 	// The slave keeps the topic's route alive without a master: the
 	// producer must learn that (and fail fast) before the master returns.
-	waitFor(t, 15*time.Second, "a send to fail with no writable queue", func() bool {
+	tidetest.WaitFor(t, 15*time.Second, "a send to fail with no writable queue", func() bool {
 		return errors.Is(send(), mqclient.ErrTopicNotFound)
 	})
 
@@ -100,7 +101,7 @@ func TestProducerRecoversWhenMasterReturns(t *testing.T) {
 
 	brokertest.Start(t, ns, master) // returns once the master has registered
 	registered := time.Now()
-	waitFor(t, 5*time.Second, "a send to succeed after the master registered", func() bool {
+	tidetest.WaitFor(t, 5*time.Second, "a send to succeed after the master registered", func() bool {
 		return firstOK.Load() != 0
 	})
 	took := max(time.Unix(0, firstOK.Load()).Sub(registered), 0)

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/tlstest"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 const clientACL = `
@@ -40,9 +41,9 @@ func TestCredentials(t *testing.T) {
 	}
 	ns := nameservertest.Start(t)
 	b := brokertest.Start(t, ns, func(o *broker.Options) { o.AclEnable = true; o.PlainAclFile = path })
-	e := &env{ns: ns, broker: b}
+	e := &env{&tidetest.Env{NameServer: ns, Broker: b}}
 	adminCreds := mqclient.WithCredentials(mqclient.Credentials{AccessKey: "adminKey", SecretKey: "adminSecret"})
-	a, err := mqclient.NewAdmin(e.fast(adminCreds)...)
+	a, err := mqclient.NewAdmin(e.Options(adminCreds)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,19 +51,19 @@ func TestCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	e.admin = a
-	topic := e.topic(t, 2)
+	e.Admin = a
+	topic := e.Topic(t, 2)
 
 	app := mqclient.WithCredentials(mqclient.Credentials{AccessKey: "appKey1", SecretKey: "appSecret"})
-	rec := newRecorder()
-	e.consumer(t, "cg_creds", topic, rec.handle, app, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
-	p := e.producer(t, app)
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "cg_creds", topic, rec.Handle, app, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	p := e.Producer(t, app)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("signed")}); err != nil {
 		t.Fatalf("signed send: %v", err)
 	}
-	waitFor(t, 20*time.Second, "the signed message consumed", func() bool { return rec.distinct() == 1 })
+	tidetest.WaitFor(t, 20*time.Second, "the signed message consumed", func() bool { return rec.Distinct() == 1 })
 
 	for name, c := range map[string]struct {
 		opts []mqclient.Option
@@ -71,14 +72,14 @@ func TestCredentials(t *testing.T) {
 		"wrong secret": {[]mqclient.Option{mqclient.WithCredentials(mqclient.Credentials{AccessKey: "appKey1", SecretKey: "nope-nope"})}, "signature"},
 		"none":         {nil, "No accessKey"},
 	} {
-		bad := e.producer(t, append(c.opts, mqclient.WithRetries(0))...)
+		bad := e.Producer(t, append(c.opts, mqclient.WithRetries(0))...)
 		_, err := bad.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("refused")})
 		if err == nil || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: send err %v, want a refusal mentioning %q", name, err, c.why)
 		}
 	}
 	// A non-admin may not create topics.
-	plain, err := mqclient.NewAdmin(e.fast(app)...)
+	plain, err := mqclient.NewAdmin(e.Options(app)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +101,9 @@ func TestTLS(t *testing.T) {
 	b := brokertest.Start(t, ns, func(o *broker.Options) {
 		o.TLSEnable, o.TLSCertPath, o.TLSKeyPath, o.TLSCAPath = true, certs.Files.ServerCert, certs.Files.ServerKey, certs.Files.CA
 	})
-	e := &env{ns: ns, broker: b}
+	e := &env{&tidetest.Env{NameServer: ns, Broker: b}}
 	tlsOpt := mqclient.WithTLS(certs.ClientConfig())
-	a, err := mqclient.NewAdmin(e.fast(tlsOpt)...)
+	a, err := mqclient.NewAdmin(e.Options(tlsOpt)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,20 +113,20 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	e.admin = a
-	topic := e.topic(t, 2)
-	rec := newRecorder()
-	e.consumer(t, "cg_tls", topic, rec.handle, tlsOpt, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
-	p := e.producer(t, tlsOpt)
+	e.Admin = a
+	topic := e.Topic(t, 2)
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "cg_tls", topic, rec.Handle, tlsOpt, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	p := e.Producer(t, tlsOpt)
 	for i := 0; i < 3; i++ {
 		if _, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("over tls")}); err != nil {
 			t.Fatalf("send over TLS: %v", err)
 		}
 	}
-	waitFor(t, 20*time.Second, "3 messages consumed over TLS", func() bool { return rec.distinct() == 3 })
+	tidetest.WaitFor(t, 20*time.Second, "3 messages consumed over TLS", func() bool { return rec.Distinct() == 3 })
 
 	// A plain client gets nowhere.
-	plain, err := mqclient.NewProducer(e.fast(mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)
+	plain, err := mqclient.NewProducer(e.Options(mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,9 +157,9 @@ func TestTLSModePermissiveAndDisabled(t *testing.T) {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			ns := nameservertest.Start(t, func(o *nameserver.Options) { o.TLSMode = remoting.TLSMode(tc.mode) })
 			b := brokertest.Start(t, ns, func(o *broker.Options) { o.TLSMode = tc.mode })
-			e := &env{ns: ns, broker: b}
-			e.admin = e.newAdmin(t)
-			topic := e.topic(t, 2)
+			e := &env{&tidetest.Env{NameServer: ns, Broker: b}}
+			e.Admin = tidetest.Admin(t, e.Options()...)
+			topic := e.Topic(t, 2)
 			for _, cl := range []struct {
 				name string
 				opts []mqclient.Option
@@ -168,7 +169,7 @@ func TestTLSModePermissiveAndDisabled(t *testing.T) {
 				{"TLS", []mqclient.Option{mqclient.WithTLS(&tls.Config{InsecureSkipVerify: true})}, tc.tlsOK},
 			} {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				p, err := mqclient.NewProducer(e.fast(append(cl.opts, mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)...)
+				p, err := mqclient.NewProducer(e.Options(append(cl.opts, mqclient.WithRetries(0), mqclient.WithRequestTimeout(2*time.Second))...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -184,9 +185,9 @@ func TestTLSModePermissiveAndDisabled(t *testing.T) {
 				if !cl.ok {
 					continue
 				}
-				rec := newRecorder()
-				e.consumer(t, "cg_mode_"+cl.name, topic, rec.handle, append(cl.opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
-				waitFor(t, 20*time.Second, cl.name+" consumer got the messages", func() bool { return rec.distinct() >= 1 })
+				rec := tidetest.NewRecorder()
+				e.Consumer(t, "cg_mode_"+cl.name, topic, rec.Handle, append(cl.opts, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
+				tidetest.WaitFor(t, 20*time.Second, cl.name+" consumer got the messages", func() bool { return rec.Distinct() >= 1 })
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestTransactionProducerWithTopicsGetsChecksBeforeSending: a restarted
@@ -18,10 +19,10 @@ func TestTransactionProducerWithTopicsGetsChecksBeforeSending(t *testing.T) {
 		o.TransactionCheckInterval = 300
 		o.TransactionTimeOut = 300
 	})
-	topic := e.topic(t, 1)
+	topic := e.Topic(t, 1)
 	first, err := mqclient.NewTransactionProducer(func(context.Context, *mqclient.MessageExt) mqclient.TransactionState {
 		return mqclient.TransactionUnknown
-	}, e.fast(mqclient.WithProducerGroup("restarted-group"), mqclient.WithInstanceName("first"))...)
+	}, e.Options(mqclient.WithProducerGroup("restarted-group"), mqclient.WithInstanceName("first"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +35,11 @@ func TestTransactionProducerWithTopicsGetsChecksBeforeSending(t *testing.T) {
 	}
 	first.Shutdown(context.Background()) // the old instance is gone
 
-	rec := newRecorder()
-	e.consumer(t, "g-restarted", topic, rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "g-restarted", topic, rec.Handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	second, err := mqclient.NewTransactionProducer(func(context.Context, *mqclient.MessageExt) mqclient.TransactionState {
 		return mqclient.TransactionCommit
-	}, e.fast(mqclient.WithProducerGroup("restarted-group"), mqclient.WithInstanceName("second"), mqclient.WithTopics(topic))...)
+	}, e.Options(mqclient.WithProducerGroup("restarted-group"), mqclient.WithInstanceName("second"), mqclient.WithTopics(topic))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,5 +47,5 @@ func TestTransactionProducerWithTopicsGetsChecksBeforeSending(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { second.Shutdown(context.Background()) })
-	waitFor(t, 30*time.Second, "the pending transaction committed by the new instance", func() bool { return rec.distinct() == 1 })
+	tidetest.WaitFor(t, 30*time.Second, "the pending transaction committed by the new instance", func() bool { return rec.Distinct() == 1 })
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestTransactionProducer(t *testing.T) {
@@ -19,7 +20,7 @@ func TestTransactionProducer(t *testing.T) {
 	if !e.probe(t, "transaction") {
 		t.Skip("broker does not support END_TRANSACTION yet")
 	}
-	topic := e.topic(t, 1)
+	topic := e.Topic(t, 1)
 	var checks atomic.Int32
 	checker := func(ctx context.Context, m *mqclient.MessageExt) mqclient.TransactionState {
 		checks.Add(1)
@@ -28,7 +29,7 @@ func TestTransactionProducer(t *testing.T) {
 		}
 		return mqclient.TransactionRollback
 	}
-	p, err := mqclient.NewTransactionProducer(checker, e.fast(mqclient.WithProducerGroup("tx-group"))...)
+	p, err := mqclient.NewTransactionProducer(checker, e.Options(mqclient.WithProducerGroup("tx-group"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,8 @@ func TestTransactionProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	rec := newRecorder()
-	e.consumer(t, "g-tx", topic, rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
+	rec := tidetest.NewRecorder()
+	e.Consumer(t, "g-tx", topic, rec.Handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	ctx := context.Background()
 
 	_, st, err := p.SendInTransaction(ctx, &mqclient.Message{Topic: topic, Body: []byte("rolled-back")}, func(context.Context) error {
@@ -56,18 +57,16 @@ func TestTransactionProducer(t *testing.T) {
 	if st != mqclient.TransactionUnknown || !errors.Is(err, mqclient.ErrTransactionUnknown) {
 		t.Fatalf("unknown: state %v err %v", st, err)
 	}
-	waitFor(t, 30*time.Second, "committed and checked-back messages", func() bool { return rec.distinct() == 2 })
+	tidetest.WaitFor(t, 30*time.Second, "committed and checked-back messages", func() bool { return rec.Distinct() == 2 })
 	if checks.Load() == 0 {
 		t.Error("no check-back arrived")
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, m := range rec.msgs {
+	for _, m := range rec.Messages() {
 		if string(m.Body) == "rolled-back" {
 			t.Error("rolled back message delivered")
 		}
 	}
-	if _, _, err := e.producer(t).SendInTransaction(ctx, &mqclient.Message{Topic: topic, Body: []byte("x")}, func(context.Context) error { return nil }); !errors.Is(err, mqclient.ErrInvalidOption) {
+	if _, _, err := e.Producer(t).SendInTransaction(ctx, &mqclient.Message{Topic: topic, Body: []byte("x")}, func(context.Context) error { return nil }); !errors.Is(err, mqclient.ErrInvalidOption) {
 		t.Errorf("plain producer SendInTransaction: %v", err)
 	}
 }

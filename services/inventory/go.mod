@@ -31,6 +31,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/tidemq/tide/pkg/mqclient/txmsg v0.0.0-00010101000000-000000000000 // indirect
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.38.0 // indirect
@@ -46,7 +47,6 @@ require (
 	golang.org/x/text v0.38.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250825161204-c5933d9347a5 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260630182238-925bb5da69e7 // indirect
-	google.golang.org/grpc v1.75.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
@@ -68,11 +68,30 @@ require (
 	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/kratosmq v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/ordered v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/tracing v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.38.0
 	go.opentelemetry.io/otel/trace v1.38.0
+	google.golang.org/grpc v1.75.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
 )
 
 replace github.com/tidemq/tide/api => ../../api
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props
+
+replace github.com/tidemq/tide/pkg/mqclient/idempotent => ../../pkg/mqclient/idempotent
+
+replace github.com/tidemq/tide/pkg/mqclient/kratosmq => ../../pkg/mqclient/kratosmq
+
+replace github.com/tidemq/tide/pkg/mqclient/ordered => ../../pkg/mqclient/ordered
+
+replace github.com/tidemq/tide/pkg/mqclient/tracing => ../../pkg/mqclient/tracing
+
+replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../../pkg/mqclient/txmsg
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

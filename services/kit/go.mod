@@ -8,7 +8,11 @@ require (
 	github.com/golang-migrate/migrate/v4 v4.18.3
 	github.com/gorilla/mux v1.8.1
 	github.com/prometheus/client_golang v1.23.2
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/kratosmq v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/txmsg v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.38.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.38.0
@@ -42,7 +46,6 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.38.0 // indirect
@@ -66,3 +69,11 @@ replace (
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
 	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
 )
+
+replace github.com/tidemq/tide/pkg/mqclient/idempotent => ../../pkg/mqclient/idempotent
+
+replace github.com/tidemq/tide/pkg/mqclient/kratosmq => ../../pkg/mqclient/kratosmq
+
+replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../../pkg/mqclient/txmsg
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

@@ -13,6 +13,11 @@ require (
 	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/kratosmq v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/ordered v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/tracing v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/txmsg v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/services/kit v0.0.0-00010101000000-000000000000
@@ -73,3 +78,17 @@ replace (
 )
 
 replace github.com/tidemq/tide/api => ../../api
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props
+
+replace github.com/tidemq/tide/pkg/mqclient/idempotent => ../../pkg/mqclient/idempotent
+
+replace github.com/tidemq/tide/pkg/mqclient/kratosmq => ../../pkg/mqclient/kratosmq
+
+replace github.com/tidemq/tide/pkg/mqclient/ordered => ../../pkg/mqclient/ordered
+
+replace github.com/tidemq/tide/pkg/mqclient/tracing => ../../pkg/mqclient/tracing
+
+replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../../pkg/mqclient/txmsg
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

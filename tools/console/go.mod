@@ -18,7 +18,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
-	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
@@ -35,6 +34,9 @@ replace (
 	github.com/tidemq/tide/nameserver => ../../nameserver
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
-	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
 	github.com/tidemq/tide/tools/ops => ../ops
 )
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

@@ -24,7 +24,6 @@ require (
 	github.com/hashicorp/golang-lru v0.5.0 // indirect
 	github.com/hashicorp/raft v1.7.3 // indirect
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1 // indirect
-	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -44,8 +43,11 @@ replace (
 	github.com/tidemq/tide/nameserver => ../../nameserver
 	github.com/tidemq/tide/pkg/mqclient => ../../pkg/mqclient
 	github.com/tidemq/tide/pkg/remoting => ../../pkg/remoting
-	github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv
 	github.com/tidemq/tide/tools/ops => ../ops
 )
 
 replace github.com/tidemq/tide/controller => ../../controller
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props
+
+replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest

@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/props"
 	"github.com/tidemq/tide/pkg/remoting"
-	"github.com/tidemq/tide/pkg/remoting/props"
 )
 
 // Version is set at build time (-ldflags "-X main.Version=...").

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/controller"
-	"github.com/tidemq/tide/pkg/remoting/props"
+	"github.com/tidemq/tide/pkg/props"
 )
 
 // config holds the settings as text until options types them.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/nameserver"
+	"github.com/tidemq/tide/pkg/props"
 	"github.com/tidemq/tide/pkg/remoting"
-	"github.com/tidemq/tide/pkg/remoting/props"
 )
 
 // config holds the daemon settings as text, the way the properties file

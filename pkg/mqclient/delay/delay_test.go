@@ -21,6 +21,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestTimersNeverEarly schedules 40 timers at random times within 2 s and
@@ -28,7 +29,7 @@ import (
 // broker store time).
 func TestTimersNeverEarly(t *testing.T) {
 	e := startEnv(t, nil)
-	topic := e.topic(t, 2)
+	topic := e.Topic(t, 2)
 	arr := newArrivals()
 	e.consumer(t, "g-early", topic, arr.wrap(nil))
 	ctx := context.Background()
@@ -39,7 +40,7 @@ func TestTimersNeverEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "all timers", func() bool { return arr.count() == n })
+	tidetest.WaitFor(t, 20*time.Second, "all timers", func() bool { return arr.count() == n })
 	arr.mu.Lock()
 	defer arr.mu.Unlock()
 	if len(arr.early) > 0 {
@@ -58,7 +59,7 @@ func TestTimersNeverEarly(t *testing.T) {
 // broker's recall is idempotent), an unknown handle NotFound.
 func TestRecall(t *testing.T) {
 	e := startEnv(t, nil)
-	topic := e.topic(t, 2)
+	topic := e.Topic(t, 2)
 	arr := newArrivals()
 	e.consumer(t, "g-recall", topic, arr.wrap(nil))
 	ctx := context.Background()
@@ -90,7 +91,7 @@ func TestRecall(t *testing.T) {
 			t.Fatalf("repeated recall r%d: %v %v, want recalled", i, res, err)
 		}
 	}
-	waitFor(t, 20*time.Second, "sentinel and unrecalled timers", func() bool {
+	tidetest.WaitFor(t, 20*time.Second, "sentinel and unrecalled timers", func() bool {
 		if !arr.has("sentinel") {
 			return false
 		}
@@ -132,7 +133,7 @@ func TestBrokerRestartPendingTimers(t *testing.T) {
 	l.Close()
 	fixed := func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = port }
 	e := startEnv(t, nil, fixed)
-	topic := e.topic(t, 2)
+	topic := e.Topic(t, 2)
 	ctx := context.Background()
 	const n = 30
 	for i := 0; i < n; i++ {
@@ -142,17 +143,17 @@ func TestBrokerRestartPendingTimers(t *testing.T) {
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	if err := e.broker.Shutdown(sctx); err != nil {
+	if err := e.Broker.Shutdown(sctx); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	b2 := brokertest.Start(t, e.ns, fixed)
-	if b2.Addr() != e.broker.Addr() {
-		t.Fatalf("restarted on %s, was %s", b2.Addr(), e.broker.Addr())
+	b2 := brokertest.Start(t, e.NameServer, fixed)
+	if b2.Addr() != e.Broker.Addr() {
+		t.Fatalf("restarted on %s, was %s", b2.Addr(), e.Broker.Addr())
 	}
 	arr := newArrivals()
 	e.consumer(t, "g-restart", topic, arr.wrap(nil))
-	waitFor(t, 30*time.Second, "all timers after the restart", func() bool { return arr.count() == n })
+	tidetest.WaitFor(t, 30*time.Second, "all timers after the restart", func() bool { return arr.count() == n })
 	arr.mu.Lock()
 	defer arr.mu.Unlock()
 	if len(arr.early) > 0 {
@@ -169,9 +170,9 @@ func TestBrokerRestartPendingTimers(t *testing.T) {
 func TestPaymentTimerRace(t *testing.T) {
 	e := startEnv(t, nil)
 	db := openOrders(t)
-	topic := e.topic(t, 4)
+	topic := e.Topic(t, 4)
 	var acted, noops atomic.Int64
-	h, err := delay.Handler(db, stillUnpaid, cancelOrder, delay.WithLogger(testLogger()), delay.OnFire(func(f delay.Fired) {
+	h, err := delay.Handler(db, stillUnpaid, cancelOrder, delay.WithLogger(tidetest.Logger()), delay.OnFire(func(f delay.Fired) {
 		if f.Acted {
 			acted.Add(1)
 		} else if f.Err == nil && !f.Early {
@@ -234,7 +235,7 @@ func TestPaymentTimerRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, 20*time.Second, "no unpaid order", func() bool {
+	tidetest.WaitFor(t, 20*time.Second, "no unpaid order", func() bool {
 		return count(t, db, "SELECT COUNT(*) FROM orders WHERE status = 'UNPAID'") == 0
 	})
 	// Duplicate firings after the fact stay no-ops.
@@ -293,7 +294,7 @@ func TestSweeperBackstop(t *testing.T) {
 		err := db.Raw("SELECT id FROM orders WHERE status = 'UNPAID' AND deadline < ? ORDER BY deadline LIMIT ?", cutoff.UTC(), limit).Scan(&ids).Error
 		return ids, err
 	}
-	sw, err := delay.NewSweeper(db, overdue, stillUnpaid, cancelOrder, delay.WithBatch(4), delay.WithLogger(testLogger()))
+	sw, err := delay.NewSweeper(db, overdue, stillUnpaid, cancelOrder, delay.WithBatch(4), delay.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestDelayLevelFallback(t *testing.T) {
 		levels = append(levels, d)
 	}
 	e := startEnv(t, []delay.Option{delay.WithDelayLevels(levels...)}, func(o *broker.Options) { o.Store.MessageDelayLevel = levelString() })
-	topic := e.topic(t, 1)
+	topic := e.Topic(t, 1)
 	arr := newArrivals()
 	e.consumer(t, "g-levels", topic, arr.wrap(nil))
 	ctx := context.Background()
@@ -370,7 +371,7 @@ func TestDelayLevelFallback(t *testing.T) {
 	if _, err := e.s.Recall(ctx, hs[0]); !errors.Is(err, delay.ErrNotRecallable) {
 		t.Errorf("recall of a level handle: %v", err)
 	}
-	waitFor(t, 20*time.Second, "level-delayed actions", func() bool { return arr.count() == 4 })
+	tidetest.WaitFor(t, 20*time.Second, "level-delayed actions", func() bool { return arr.count() == 4 })
 	arr.mu.Lock()
 	defer arr.mu.Unlock()
 	if len(arr.early) > 0 {

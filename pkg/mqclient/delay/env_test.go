@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +14,10 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/broker"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestMain(m *testing.M) {
@@ -30,54 +26,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testLogger() *slog.Logger {
-	var w io.Writer = io.Discard
-	if os.Getenv("TIDE_TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
+// env is the shared in-process harness (pkg/tidetest) with a producer and
+// a Scheduler on it.
 type env struct {
-	ns     string
-	broker *broker.Broker
-	admin  *mqclient.Admin
-	p      *mqclient.Producer
-	s      *delay.Scheduler
-}
-
-var seq atomic.Int64
-
-func fastOptions(ns string, extra ...mqclient.Option) []mqclient.Option {
-	return append([]mqclient.Option{
-		mqclient.WithNameServers(ns),
-		mqclient.WithLogger(testLogger()),
-		mqclient.WithRouteRefreshInterval(time.Second),
-		mqclient.WithHeartbeatInterval(time.Second),
-		mqclient.WithRebalanceInterval(500 * time.Millisecond),
-		mqclient.WithCommitInterval(200 * time.Millisecond),
-		mqclient.WithPollTimeout(2 * time.Second),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-	}, extra...)
+	*tidetest.Env
+	p *mqclient.Producer
+	s *delay.Scheduler
 }
 
 func startEnv(t *testing.T, schedOpts []delay.Option, opts ...func(*broker.Options)) *env {
 	t.Helper()
-	ns := nameservertest.Start(t)
-	e := &env{ns: ns, broker: brokertest.Start(t, ns, opts...)}
-	ctx := context.Background()
+	e := &env{Env: tidetest.Start(t, opts...)}
+	e.p = e.Producer(t)
 	var err error
-	if e.admin, err = mqclient.NewAdmin(fastOptions(ns)...); err != nil {
-		t.Fatal(err)
-	}
-	e.admin.Start(ctx)
-	t.Cleanup(func() { e.admin.Shutdown(context.Background()) })
-	if e.p, err = mqclient.NewProducer(fastOptions(ns)...); err != nil {
-		t.Fatal(err)
-	}
-	e.p.Start(ctx)
-	t.Cleanup(func() { e.p.Shutdown(context.Background()) })
-	if e.s, err = delay.New(e.p, e.admin, append([]delay.Option{delay.WithLogger(testLogger())}, schedOpts...)...); err != nil {
+	if e.s, err = delay.New(e.p, e.Admin, append([]delay.Option{delay.WithLogger(tidetest.Logger())}, schedOpts...)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.s.Close() })
@@ -94,50 +56,10 @@ func startEnv(t *testing.T, schedOpts []delay.Option, opts ...func(*broker.Optio
 	return e
 }
 
-func (e *env) topic(t *testing.T, queues int) string {
-	t.Helper()
-	name := fmt.Sprintf("dly%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.admin.CreateTopic(ctx, name, mqclient.TopicConfig{Queues: queues}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.admin.WaitTopic(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
+// consumer starts a consumer of group on topic from the first message.
 func (e *env) consumer(t *testing.T, group, topic string, h mqclient.Handler, opts ...mqclient.Option) {
 	t.Helper()
-	c, err := mqclient.NewPushConsumer(group, fastOptions(e.ns, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(topic, "*", h); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c.Shutdown(ctx)
-	})
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.Consumer(t, group, topic, h, append([]mqclient.Option{mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)}, opts...)...)
 }
 
 // arrivals records, before any handler logic, when each key's message

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // Old records are removed in batches while the hot path keeps inserting;
@@ -21,7 +22,7 @@ func TestCleanerWhileHotPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl, err := NewCleaner(f.db, CleanerOptions{Retention: 30 * 24 * time.Hour, BatchSize: 500, Pause: time.Millisecond,
-		Interval: 20 * time.Millisecond, Logger: testLogger()})
+		Interval: 20 * time.Millisecond, Logger: tidetest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // modes run a test with Redis as fast path and with the database alone.
@@ -232,7 +233,7 @@ func TestRedisOnlyFailOpen(t *testing.T) {
 	}
 	var mu sync.Mutex
 	sent := map[string]int{}
-	c, err := New(nil, f.rdb, Options{Group: "g", Handler: "notify", RedisPolicy: FailOpen, Logger: testLogger()})
+	c, err := New(nil, f.rdb, Options{Group: "g", Handler: "notify", RedisPolicy: FailOpen, Logger: tidetest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/broker"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // End to end through a real broker with every delivery duplicated
@@ -87,27 +86,11 @@ func TestEndToEndDuplicateEveryDelivery(t *testing.T) {
 // startBroker starts a NameServer and a broker (opts applied) and an Admin,
 // creates a topic with queues queues and returns the client options every
 // client of the test uses, the Admin and the topic.
-func startBroker(t *testing.T, ctx context.Context, prefix string, queues int, opts ...func(*broker.Options)) ([]mqclient.Option, *mqclient.Admin, string) {
+func startBroker(t *testing.T, _ context.Context, prefix string, queues int, opts ...func(*broker.Options)) ([]mqclient.Option, *mqclient.Admin, string) {
 	t.Helper()
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, opts...)
-	common := []mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithLogger(testLogger()),
+	e := tidetest.Start(t, opts...)
+	common := []mqclient.Option{mqclient.WithNameServers(e.NameServer), mqclient.WithLogger(tidetest.Logger()),
 		mqclient.WithRouteRefreshInterval(time.Second), mqclient.WithHeartbeatInterval(time.Second),
 		mqclient.WithRebalanceInterval(500 * time.Millisecond), mqclient.WithPollTimeout(2 * time.Second)}
-	admin, err := mqclient.NewAdmin(common...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Shutdown(context.Background()) })
-	topic := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
-	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: queues}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	return common, admin, topic
+	return common, e.Admin, e.CreateTopic(t, prefix+"-", mqclient.TopicConfig{Queues: queues})
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 const (
@@ -31,14 +30,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testenv.Cleanup()
 	os.Exit(code)
-}
-
-func testLogger() *slog.Logger {
-	var w io.Writer = io.Discard
-	if os.Getenv("TIDE_TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // fixture is a real MariaDB database (dedup table, two accounts, an
@@ -128,7 +119,7 @@ func (f *fixture) consumer(t testing.TB, rdb redis.UniversalClient, o Options) *
 		o.Handler = "transfer"
 	}
 	if o.Logger == nil {
-		o.Logger = testLogger()
+		o.Logger = tidetest.Logger()
 	}
 	if o.Registerer == nil {
 		o.Registerer = f.reg

@@ -8,12 +8,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tidemq/tide/pkg/tidetest"
 	"gorm.io/gorm"
 )
 
 func TestStoreDo(t *testing.T) {
 	f := newFixture(t)
-	s, err := NewStore(f.db, StoreOptions{Scope: "payment-api", Operation: "create-payment", Registerer: f.reg, Logger: testLogger()})
+	s, err := NewStore(f.db, StoreOptions{Scope: "payment-api", Operation: "create-payment", Registerer: f.reg, Logger: tidetest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

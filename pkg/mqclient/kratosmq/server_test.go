@@ -3,7 +3,6 @@ package kratosmq_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -12,48 +11,23 @@ import (
 
 	"github.com/go-kratos/kratos/v2"
 
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestAppStopDrainsInFlight runs a consumer inside a kratos.App against a
 // real broker: a message is consumed, and stopping the app waits for the
 // slow handler that is still running, then commits its offset (the
 // periodic commit is disabled, so only Stop can have committed it).
 func TestAppStopDrainsInFlight(t *testing.T) {
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
+	e := tidetest.Start(t)
+	ns, admin := e.NameServer, e.Admin
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := mqclient.NewAdmin(mqclient.WithNameServers(ns), mqclient.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin.Start(ctx)
-	defer admin.Shutdown(ctx)
-	topic := fmt.Sprintf("kratosmq-%d", time.Now().UnixNano()%1e9)
-	if err := admin.CreateTopic(ctx, topic, mqclient.TopicConfig{Queues: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitTopic(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
+	topic := e.CreateTopic(t, "kratosmq-", mqclient.TopicConfig{Queues: 2})
 
 	var handled, finished atomic.Int32
 	started := make(chan struct{})
@@ -138,8 +112,7 @@ func TestAppStopDrainsInFlight(t *testing.T) {
 }
 
 func TestStartFailureStopsStarted(t *testing.T) {
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
+	ns := tidetest.Start(t).NameServer
 	srv := kratosmq.NewServer(kratosmq.WithLogger(quiet()),
 		kratosmq.WithClientOptions(mqclient.WithNameServers(ns), mqclient.WithLogger(quiet())))
 	if err := srv.Subscribe("g-missing", "no-such-topic", "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {

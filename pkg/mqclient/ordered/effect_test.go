@@ -10,6 +10,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestEffectJoinsCallerTransaction: Guard.Effect runs the version check,
@@ -24,7 +25,7 @@ func TestEffectJoinsCallerTransaction(t *testing.T) {
 	if err := db.Exec("CREATE TABLE applied (id BIGINT AUTO_INCREMENT PRIMARY KEY, biz_key VARCHAR(64) NOT NULL, version BIGINT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	g, err := ordered.New(db, "effect", ordered.WithLogger(testLogger()))
+	g, err := ordered.New(db, "effect", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,23 +2,17 @@ package ordered_test
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 func TestMain(m *testing.M) {
@@ -27,22 +21,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testLogger() *slog.Logger {
-	var w io.Writer = io.Discard
-	if os.Getenv("TIDE_TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
+// env is the shared in-process harness (pkg/tidetest) and a MariaDB
+// database with the guard's table and the test's applied table.
 type env struct {
-	ns    string
-	admin *mqclient.Admin
-	db    *gorm.DB
-	dsn   string
+	*tidetest.Env
+	db  *gorm.DB
+	dsn string
 }
-
-var seq atomic.Int64
 
 func openDB(t testing.TB, dsn string) *gorm.DB {
 	t.Helper()
@@ -59,66 +44,25 @@ func startEnv(t *testing.T) *env {
 	t.Helper()
 	my := testenv.MariaDB(t)
 	db := openDB(t, my.DSN)
-	ctx := context.Background()
-	if err := ordered.Migrate(ctx, db); err != nil {
+	if err := ordered.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Exec(`CREATE TABLE applied (id BIGINT AUTO_INCREMENT PRIMARY KEY, biz_key VARCHAR(64) NOT NULL,
 		version BIGINT NOT NULL, UNIQUE KEY uk (biz_key, version))`).Error; err != nil {
 		t.Fatal(err)
 	}
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns)
-	e := &env{ns: ns, db: db, dsn: my.DSN}
-	a, err := mqclient.NewAdmin(e.fast()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Start(ctx)
-	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	e.admin = a
-	return e
+	return &env{Env: tidetest.Start(t), db: db, dsn: my.DSN}
 }
 
-func fastOptions(ns string, extra ...mqclient.Option) []mqclient.Option {
-	return append([]mqclient.Option{
-		mqclient.WithNameServers(ns),
-		mqclient.WithLogger(testLogger()),
-		mqclient.WithRouteRefreshInterval(time.Second),
-		mqclient.WithHeartbeatInterval(time.Second),
-		mqclient.WithRebalanceInterval(500 * time.Millisecond),
-		mqclient.WithCommitInterval(200 * time.Millisecond),
-		mqclient.WithLockInterval(time.Second),
-		mqclient.WithPollTimeout(2 * time.Second),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-	}, extra...)
+// fast are the harness's options, consuming from the first message.
+func (e *env) fast(extra ...mqclient.Option) []mqclient.Option {
+	return e.Options(append([]mqclient.Option{mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)}, extra...)...)
 }
 
-func (e *env) fast(extra ...mqclient.Option) []mqclient.Option { return fastOptions(e.ns, extra...) }
-
+// topic creates a fresh ordered topic.
 func (e *env) topic(t *testing.T, queues int) string {
 	t.Helper()
-	name := fmt.Sprintf("ord%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.admin.CreateTopic(ctx, name, mqclient.TopicConfig{Queues: queues, Order: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.admin.WaitTopic(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
-func (e *env) producer(t *testing.T) *mqclient.Producer {
-	t.Helper()
-	p, err := mqclient.NewProducer(e.fast()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Start(context.Background())
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return e.CreateTopic(t, "ord", mqclient.TopicConfig{Queues: queues, Order: true})
 }
 
 // consumer starts an ordered consumer; stop shuts it down (also run at
@@ -129,21 +73,7 @@ func (e *env) consumer(t *testing.T, group, topic string, h mqclient.Handler, op
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Subscribe(topic, "*", h); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c.Shutdown(ctx)
-	}
-	t.Cleanup(stop)
-	return stop
+	return tidetest.StartConsumer(t, c, topic, h)
 }
 
 func send(t *testing.T, p *mqclient.Producer, topic, key string, version int64, body string) *mqclient.SendResult {
@@ -153,17 +83,6 @@ func send(t *testing.T, p *mqclient.Producer, topic, key string, version int64, 
 		t.Errorf("send %s v%d: %v", key, version, err)
 	}
 	return res
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func count(t *testing.T, db *gorm.DB, q string, args ...any) int64 {

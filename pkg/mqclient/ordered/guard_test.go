@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // inflight records per-key overlap: two handlers of one key at once.
@@ -89,9 +90,9 @@ func (r *redeliveries) observe(ev ordered.Event, o ordered.Outcome) {
 func TestOrderKeptWhileScaling(t *testing.T) {
 	e := startEnv(t)
 	topic := e.topic(t, 4)
-	p := e.producer(t)
+	p := e.Producer(t)
 	var again redeliveries
-	g, err := ordered.New(e.db, "scale", ordered.WithLogger(testLogger()), ordered.OnOutcome(again.observe))
+	g, err := ordered.New(e.db, "scale", ordered.WithLogger(tidetest.Logger()), ordered.OnOutcome(again.observe))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +121,18 @@ func TestOrderKeptWhileScaling(t *testing.T) {
 	applied := func() int64 { return count(t, e.db, "SELECT COUNT(*) FROM applied") }
 	const group = "g-scale"
 	stop1 := e.consumer(t, group, topic, h)
-	waitFor(t, 20*time.Second, "first applies", func() bool { return applied() >= 30 })
+	tidetest.WaitFor(t, 20*time.Second, "first applies", func() bool { return applied() >= 30 })
 	stop2 := e.consumer(t, group, topic, h)
-	waitFor(t, 20*time.Second, "applies with two members", func() bool { return applied() >= 70 })
+	tidetest.WaitFor(t, 20*time.Second, "applies with two members", func() bool { return applied() >= 70 })
 	e.consumer(t, group, topic, h)
-	waitFor(t, 20*time.Second, "applies with three members", func() bool { return applied() >= 110 })
+	tidetest.WaitFor(t, 20*time.Second, "applies with three members", func() bool { return applied() >= 110 })
 	stop1()
-	waitFor(t, 20*time.Second, "applies after scaling down", func() bool { return applied() >= 140 })
+	tidetest.WaitFor(t, 20*time.Second, "applies after scaling down", func() bool { return applied() >= 140 })
 	stop2()
 	wg.Wait()
 	// The guard counts a delivery after its transaction commits: wait for
 	// the counters too, so the checks below see every outcome.
-	waitFor(t, 30*time.Second, "all versions applied", func() bool {
+	tidetest.WaitFor(t, 30*time.Second, "all versions applied", func() bool {
 		return applied() == keys*versions && g.Stats().Applied == keys*versions
 	})
 
@@ -163,8 +164,8 @@ func TestOrderKeptWhileScaling(t *testing.T) {
 func TestPoisonKeyDeadLetteredOthersFlow(t *testing.T) {
 	e := startEnv(t)
 	topic := e.topic(t, 1)
-	p := e.producer(t)
-	g, err := ordered.New(e.db, "poison", ordered.WithLogger(testLogger()))
+	p := e.Producer(t)
+	g, err := ordered.New(e.db, "poison", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestPoisonKeyDeadLetteredOthersFlow(t *testing.T) {
 		}
 	}
 	others := func() int64 { return count(t, e.db, "SELECT COUNT(*) FROM applied WHERE biz_key <> 'P'") }
-	waitFor(t, 20*time.Second, "other keys applied", func() bool { return others() == 25 })
+	tidetest.WaitFor(t, 20*time.Second, "other keys applied", func() bool { return others() == 25 })
 	failuresWhenOthersDone.Store(poisonFailures.Load())
 	if f := failuresWhenOthersDone.Load(); f >= maxAttempts {
 		t.Errorf("other keys finished only after the poison key's %d attempts: they were blocked by it", f)
@@ -203,9 +204,9 @@ func TestPoisonKeyDeadLetteredOthersFlow(t *testing.T) {
 	ctx := context.Background()
 	dlq := mqclient.DLQTopicPrefix + group
 	var dead1, dead2 []*mqclient.MessageExt
-	waitFor(t, 30*time.Second, "P@1 and P@2 in the DLQ", func() bool {
-		dead1, _ = e.admin.QueryByUniqID(ctx, dlq, p1.MsgID)
-		dead2, _ = e.admin.QueryByUniqID(ctx, dlq, p2.MsgID)
+	tidetest.WaitFor(t, 30*time.Second, "P@1 and P@2 in the DLQ", func() bool {
+		dead1, _ = e.Admin.QueryByUniqID(ctx, dlq, p1.MsgID)
+		dead2, _ = e.Admin.QueryByUniqID(ctx, dlq, p2.MsgID)
 		return len(dead1) > 0 && len(dead2) > 0
 	})
 	if n := poisonFailures.Load(); n != maxAttempts {
@@ -224,16 +225,16 @@ func TestPoisonKeyDeadLetteredOthersFlow(t *testing.T) {
 
 	// Operator: P@1 is fixed and replayed, then P@2.
 	poisoned.Store(false)
-	if _, err := e.admin.Resend(ctx, p, dead1[0].OffsetMsgID); err != nil {
+	if _, err := e.Admin.Resend(ctx, p, dead1[0].OffsetMsgID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "P@1 applied", func() bool { v, _ := g.LastVersion(ctx, "P"); return v == 1 })
-	if _, err := e.admin.Resend(ctx, p, dead2[0].OffsetMsgID); err != nil {
+	tidetest.WaitFor(t, 20*time.Second, "P@1 applied", func() bool { v, _ := g.LastVersion(ctx, "P"); return v == 1 })
+	if _, err := e.Admin.Resend(ctx, p, dead2[0].OffsetMsgID); err != nil {
 		t.Fatal(err)
 	}
 	// The guard unblocks a key after its transaction commits: wait for
 	// that too, not only for the version row.
-	waitFor(t, 20*time.Second, "P@2 applied and P unblocked", func() bool {
+	tidetest.WaitFor(t, 20*time.Second, "P@2 applied and P unblocked", func() bool {
 		v, _ := g.LastVersion(ctx, "P")
 		return v == 2 && g.Stats().BlockedKeys == 0
 	})
@@ -248,11 +249,11 @@ func TestPoisonKeyDeadLetteredOthersFlow(t *testing.T) {
 func TestDuplicatesStaleConflictAndGaps(t *testing.T) {
 	e := startEnv(t)
 	topic := e.topic(t, 1)
-	p := e.producer(t)
+	p := e.Producer(t)
 	var mu sync.Mutex
 	var outcomes []string
 	skipped := map[int64]int64{}
-	g, err := ordered.New(e.db, "lenient", ordered.WithPolicy(ordered.Lenient), ordered.WithLogger(testLogger()),
+	g, err := ordered.New(e.db, "lenient", ordered.WithPolicy(ordered.Lenient), ordered.WithLogger(tidetest.Logger()),
 		ordered.OnOutcome(func(ev ordered.Event, o ordered.Outcome) {
 			mu.Lock()
 			outcomes = append(outcomes, fmt.Sprintf("v%d:%s", ev.Version, o))
@@ -267,7 +268,7 @@ func TestDuplicatesStaleConflictAndGaps(t *testing.T) {
 		mu.Unlock()
 		return insertApplied(tx, ev)
 	}))
-	strict, err := ordered.New(e.db, "strict", ordered.WithLogger(testLogger()))
+	strict, err := ordered.New(e.db, "strict", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestDuplicatesStaleConflictAndGaps(t *testing.T) {
 	ctx := context.Background()
 	// Outcomes are recorded after the guard's transaction commits: wait
 	// for all seven, not only for the version row.
-	waitFor(t, 20*time.Second, "lenient guard at v5 with 7 outcomes", func() bool {
+	tidetest.WaitFor(t, 20*time.Second, "lenient guard at v5 with 7 outcomes", func() bool {
 		mu.Lock()
 		n := len(outcomes)
 		mu.Unlock()
@@ -317,7 +318,7 @@ func TestDuplicatesStaleConflictAndGaps(t *testing.T) {
 	}
 
 	// Strict: v4 and v5 refused (v5 also meets the gap), both recorded.
-	waitFor(t, 20*time.Second, "strict gap records", func() bool {
+	tidetest.WaitFor(t, 20*time.Second, "strict gap records", func() bool {
 		gs, _ := strict.Gaps(ctx, "D")
 		return len(gs) == 2 && gs[0].Attempts == 2 && gs[1].Attempts == 2
 	})
@@ -334,13 +335,13 @@ func TestDuplicatesStaleConflictAndGaps(t *testing.T) {
 func TestCrashAfterEffectBeforeAck(t *testing.T) {
 	e := startEnv(t)
 	topic := e.topic(t, 1)
-	p := e.producer(t)
+	p := e.Producer(t)
 	const group = "g-crash"
 	for v := int64(1); v <= 5; v++ {
 		send(t, p, topic, "C", v, fmt.Sprintf("C@%d", v))
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildOrderedConsumer$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "ORDERED_CHILD=1", "ORDERED_DSN="+e.dsn, "ORDERED_NS="+e.ns,
+	cmd.Env = append(os.Environ(), "ORDERED_CHILD=1", "ORDERED_DSN="+e.dsn, "ORDERED_NS="+e.NameServer,
 		"ORDERED_TOPIC="+topic, "ORDERED_GROUP="+group, "ORDERED_CRASH_AT=3")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -377,7 +378,7 @@ func TestCrashAfterEffectBeforeAck(t *testing.T) {
 		t.Fatalf("%d effects before the restart, want 3", n)
 	}
 
-	g, err := ordered.New(e.db, "crash", ordered.WithLogger(testLogger()))
+	g, err := ordered.New(e.db, "crash", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestCrashAfterEffectBeforeAck(t *testing.T) {
 	}))
 	// Stats count a delivery after its transaction commits: wait for the
 	// second apply to be counted, not only for the version row.
-	waitFor(t, 90*time.Second, "versions 4 and 5 after the crash", func() bool {
+	tidetest.WaitFor(t, 90*time.Second, "versions 4 and 5 after the crash", func() bool {
 		v, _ := g.LastVersion(context.Background(), "C")
 		return v == 5 && g.Stats().Applied >= 2
 	})
@@ -403,14 +404,14 @@ func TestChildOrderedConsumer(t *testing.T) {
 		t.Skip("child process of TestCrashAfterEffectBeforeAck")
 	}
 	db := openDB(t, os.Getenv("ORDERED_DSN"))
-	g, err := ordered.New(db, "crash", ordered.WithLogger(testLogger()))
+	g, err := ordered.New(db, "crash", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := g.Handler(func(ctx context.Context, tx *gorm.DB, ev ordered.Event) error { return insertApplied(tx, ev) })
 	crashAt := os.Getenv("ORDERED_CRASH_AT")
-	c, err := ordered.NewConsumer(os.Getenv("ORDERED_GROUP"), fastOptions(os.Getenv("ORDERED_NS"),
-		mqclient.WithCommitInterval(time.Hour))...)
+	c, err := ordered.NewConsumer(os.Getenv("ORDERED_GROUP"), tidetest.Options(os.Getenv("ORDERED_NS"),
+		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithCommitInterval(time.Hour))...)
 	if err != nil {
 		t.Fatal(err)
 	}

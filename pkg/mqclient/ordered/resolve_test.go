@@ -11,6 +11,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 )
 
 // TestGapRowsFollowResolveAndResend is an operator's recovery of a parked
@@ -28,7 +29,7 @@ func TestGapRowsFollowResolveAndResend(t *testing.T) {
 	if err := db.Exec("CREATE TABLE applied (id BIGINT AUTO_INCREMENT PRIMARY KEY, biz_key VARCHAR(64) NOT NULL, version BIGINT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	g, err := ordered.New(db, "resolve", ordered.WithLogger(testLogger()))
+	g, err := ordered.New(db, "resolve", ordered.WithLogger(tidetest.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -19,12 +18,11 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/tidemq/tide/broker"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/pkg/tidetest"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -36,26 +34,17 @@ func init() {
 	}
 }
 
-func testLogger() *slog.Logger {
-	var w io.Writer = io.Discard
-	if os.Getenv("TIDE_TEST_LOG") != "" {
-		w = os.Stderr
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// env is a NameServer, a broker with fast transaction checks, a MariaDB
-// database with the fence and a payments table, a topic and a consumer
-// that records deliveries by transaction key.
+// env is the shared in-process harness (pkg/tidetest) with a broker doing
+// fast transaction checks, a MariaDB database with the fence and a
+// payments table, a topic and a consumer that records deliveries by
+// transaction key.
 type env struct {
-	ns     string
-	broker *broker.Broker
-	admin  *mqclient.Admin
-	my     testenv.MySQL
-	db     *gorm.DB
-	topic  string
-	group  string
-	rec    *recorder
+	*tidetest.Env
+	my    testenv.MySQL
+	db    *gorm.DB
+	topic string
+	group string
+	rec   *recorder
 }
 
 var seq atomic.Int64
@@ -63,8 +52,7 @@ var seq atomic.Int64
 func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
 	t.Helper()
 	e := &env{group: fmt.Sprintf("txmsg-%d", seq.Add(1))}
-	e.ns = nameservertest.Start(t)
-	e.broker = brokertest.Start(t, e.ns, func(o *broker.Options) {
+	e.Env = tidetest.Start(t, func(o *broker.Options) {
 		o.TransactionTimeOut = 300
 		o.TransactionCheckInterval = 300
 		o.TransactionCheckMax = 200
@@ -72,25 +60,9 @@ func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
 			f(o)
 		}
 	})
-	a, err := mqclient.NewAdmin(e.clientOpts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Shutdown(context.Background()) })
-	e.admin = a
-	e.topic = fmt.Sprintf("pay-%d-%d", time.Now().UnixNano()%1e6, seq.Add(1))
-	e.my = testenv.MariaDB(t) // its first start may take long on a loaded machine: before the deadline below
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.CreateTopic(ctx, e.topic, mqclient.TopicConfig{Queues: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.WaitTopic(ctx, e.topic); err != nil {
-		t.Fatal(err)
-	}
+	e.my = testenv.MariaDB(t) // its first start may take long on a loaded machine: before the topic's deadline
+	e.topic = e.CreateTopic(t, "pay-", mqclient.TopicConfig{Queues: 2})
+	ctx := context.Background()
 	e.db = openDB(t, e.my.DSN)
 	if err := Migrate(ctx, e.db, ""); err != nil {
 		t.Fatal(err)
@@ -99,21 +71,7 @@ func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
 		t.Fatal(err)
 	}
 	e.rec = &recorder{byKey: map[string]map[string]int{}}
-	c, err := mqclient.NewPushConsumer("g-"+e.topic, e.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(e.topic, "*", e.rec.handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c.Shutdown(ctx)
-	})
+	e.Consumer(t, "g-"+e.topic, e.topic, e.rec.handle, mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	return e
 }
 
@@ -129,26 +87,14 @@ func openDB(t testing.TB, dsn string) *gorm.DB {
 	return db
 }
 
-func (e *env) clientOpts(extra ...mqclient.Option) []mqclient.Option {
-	return append([]mqclient.Option{
-		mqclient.WithNameServers(e.ns),
-		mqclient.WithLogger(testLogger()),
-		mqclient.WithRouteRefreshInterval(time.Second),
-		mqclient.WithHeartbeatInterval(time.Second),
-		mqclient.WithRebalanceInterval(500 * time.Millisecond),
-		mqclient.WithCommitInterval(200 * time.Millisecond),
-		mqclient.WithPollTimeout(2 * time.Second),
-	}, extra...)
-}
-
 // sender starts a Sender of the env's group on db (e.db when nil).
 func (e *env) sender(t *testing.T, db *gorm.DB, opts ...Option) *Sender {
 	t.Helper()
 	if db == nil {
 		db = e.db
 	}
-	opts = append([]Option{WithGroup(e.group), WithCheckTimeout(time.Second), WithLogger(testLogger()),
-		WithProducerOptions(e.clientOpts()...)}, opts...)
+	opts = append([]Option{WithGroup(e.group), WithCheckTimeout(time.Second), WithLogger(tidetest.Logger()),
+		WithProducerOptions(e.Options()...)}, opts...)
 	s, err := New(db, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -207,24 +153,13 @@ func (r *recorder) distinct(key string) int {
 	return len(r.byKey[key])
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (e *env) invoke(t *testing.T, req *protocol.Command) *protocol.Command {
 	t.Helper()
-	cl := remoting.NewClient(remoting.ClientOptions{Logger: testLogger()})
+	cl := remoting.NewClient(remoting.ClientOptions{Logger: tidetest.Logger()})
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := cl.Invoke(ctx, e.broker.Addr(), req)
+	resp, err := cl.Invoke(ctx, e.Broker.Addr(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +201,7 @@ func (e *env) copies(t *testing.T, key string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ms, err := e.admin.QueryByKey(ctx, e.topic, key, 64, time.UnixMilli(0), time.Now().Add(time.Hour))
+	ms, err := e.Admin.QueryByKey(ctx, e.topic, key, 64, time.UnixMilli(0), time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatalf("query %s: %v", key, err)
 	}
@@ -285,7 +220,7 @@ func (e *env) copies(t *testing.T, key string) int {
 // no payment row.
 func (e *env) invariant(t *testing.T, keys ...string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "all half messages resolved", func() bool {
+	tidetest.WaitFor(t, 30*time.Second, "all half messages resolved", func() bool {
 		for _, h := range e.pending(t) {
 			if h.Parked {
 				t.Fatalf("half message %s parked after %d checks", h.MsgID, h.Checks)
@@ -318,7 +253,7 @@ func (e *env) invariant(t *testing.T, keys ...string) {
 	}
 	// All decisions are taken: a committed key whose message is never
 	// delivered fails here (FORBIDDEN: committed but rolled back).
-	waitFor(t, 30*time.Second, "committed messages delivered", func() bool {
+	tidetest.WaitFor(t, 30*time.Second, "committed messages delivered", func() bool {
 		for _, k := range committed {
 			if e.rec.distinct(k) == 0 {
 				return false
@@ -331,7 +266,7 @@ func (e *env) invariant(t *testing.T, keys ...string) {
 			t.Errorf("%s: %d distinct messages delivered, want 1", k, n)
 		}
 		var n int
-		waitFor(t, 5*time.Second, "the index of "+k, func() bool { n = e.copies(t, k); return n > 0 })
+		tidetest.WaitFor(t, 5*time.Second, "the index of "+k, func() bool { n = e.copies(t, k); return n > 0 })
 		if n != 1 {
 			t.Errorf("%s: fence committed but %d visible copies", k, n)
 		}
@@ -344,7 +279,7 @@ func (e *env) invariant(t *testing.T, keys ...string) {
 func (e *env) child(t *testing.T, key, point string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TXMSG_CHILD="+point, "TXMSG_DSN="+e.my.DSN, "TXMSG_NS="+e.ns,
+	cmd.Env = append(os.Environ(), "TXMSG_CHILD="+point, "TXMSG_DSN="+e.my.DSN, "TXMSG_NS="+e.NameServer,
 		"TXMSG_TOPIC="+e.topic, "TXMSG_KEY="+key, "TXMSG_GROUP="+e.group)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/tidetest"
 	"gorm.io/gorm"
 )
 
@@ -27,8 +28,8 @@ func TestChild(t *testing.T) {
 		t.Skip("child process of the crash tests")
 	}
 	db := openDB(t, os.Getenv("TXMSG_DSN"))
-	s, err := New(db, WithGroup(os.Getenv("TXMSG_GROUP")), WithLogger(testLogger()),
-		WithProducerOptions(mqclient.WithNameServers(os.Getenv("TXMSG_NS")), mqclient.WithLogger(testLogger())))
+	s, err := New(db, WithGroup(os.Getenv("TXMSG_GROUP")), WithLogger(tidetest.Logger()),
+		WithProducerOptions(mqclient.WithNameServers(os.Getenv("TXMSG_NS")), mqclient.WithLogger(tidetest.Logger())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +107,13 @@ func TestCrashBeforeLocalTx(t *testing.T) {
 	// Another instance of the service (same group) answers the check-backs.
 	s := e.sender(t, nil)
 	warm := e.warm(t, s)
-	waitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
 	e.child(t, "pay-1", "before-tx")
 	h := e.pending(t)
 	if len(h) != 1 {
 		t.Fatalf("%d half messages pending", len(h))
 	}
-	waitFor(t, 20*time.Second, "the check-back's rollback", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 20*time.Second, "the check-back's rollback", func() bool { return len(e.pending(t)) == 0 })
 	if st, _ := s.Status(context.Background(), "pay-1"); st != StatusRolledBack {
 		t.Fatalf("fence %q, want rolled_back", st)
 	}
@@ -182,13 +183,13 @@ func TestCrashAfterCommit(t *testing.T) {
 	e := startEnv(t, func(o *broker.Options) { o.TransactionTimeOut = 2000 })
 	s := e.sender(t, nil)
 	warm := e.warm(t, s)
-	waitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
 	e.child(t, "pay-2", "after-commit")
 	h := e.pending(t)
 	if len(h) != 1 {
 		t.Fatalf("%d half messages pending", len(h))
 	}
-	waitFor(t, 20*time.Second, "the check-back's commit", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 20*time.Second, "the check-back's commit", func() bool { return len(e.pending(t)) == 0 })
 	if st, _ := s.Status(context.Background(), "pay-2"); st != StatusCommitted {
 		t.Fatalf("fence %q, want committed", st)
 	}
@@ -205,7 +206,7 @@ func TestCrashInLocalTx(t *testing.T) {
 	s := e.sender(t, nil)
 	warm := e.warm(t, s)
 	e.child(t, "pay-3", "in-tx")
-	waitFor(t, 20*time.Second, "the check-back's rollback", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 20*time.Second, "the check-back's rollback", func() bool { return len(e.pending(t)) == 0 })
 	if st, _ := s.Status(context.Background(), "pay-3"); st != StatusRolledBack {
 		t.Fatalf("fence %q, want rolled_back", st)
 	}
@@ -325,11 +326,11 @@ func TestCheckDatabaseDownIsUnknown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := e.sender(t, openDB(t, dsnVia(t, e.my.DSN, px.addr)), WithRegisterer(reg))
 	warm := e.warm(t, s)
-	waitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
+	tidetest.WaitFor(t, 10*time.Second, "the warm-up", func() bool { return len(e.pending(t)) == 0 })
 	px.stop()
 	e.child(t, "pay-5", "after-commit")
 	unknown := s.m.checks.WithLabelValues("unknown")
-	waitFor(t, 20*time.Second, "UNKNOWN check-backs", func() bool { return testutil.ToFloat64(unknown) >= 3 })
+	tidetest.WaitFor(t, 20*time.Second, "UNKNOWN check-backs", func() bool { return testutil.ToFloat64(unknown) >= 3 })
 	if len(e.pending(t)) != 1 || e.rec.distinct("pay-5") != 0 {
 		t.Fatal("resolved while the database was down")
 	}
@@ -373,7 +374,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("%v", err)
 		}
 	}
-	s, err := New(e.db, WithTable("missing_table"), WithProducerOptions(e.clientOpts()...))
+	s, err := New(e.db, WithTable("missing_table"), WithProducerOptions(e.Options()...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/services/kit/ddl"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // TestMigrationsMatchPatternSchemas fails when a pattern package's table

@@ -17,11 +17,11 @@ import (
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // Discrepancy classes of the reservations job.

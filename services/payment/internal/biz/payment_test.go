@@ -14,7 +14,7 @@ import (
 
 	kerrors "github.com/go-kratos/kratos/v2/errors"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 )
 

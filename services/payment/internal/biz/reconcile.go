@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // StatementLine is one capture or refund as the gateway recorded it.
@@ -72,7 +72,7 @@ const (
 )
 
 // PaymentsJob reconciles our payments with the order service's orders and
-// the gateway's statement (pkg/mqclient/reconcile.Job). Pages: our
+// the gateway's statement (services/kit/reconcile.Job). Pages: our
 // payments by id ("p:<id>" cursors), then the gateway's captures by line
 // id ("g:<id>"). Discrepancies:
 //

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // Classes of the "broker" job.

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/tidemq/tide/pkg/mqclient/idempotent"
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/ddl"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // TestMigrationsMatchPatternSchemas fails when a pattern package's table

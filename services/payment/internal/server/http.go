@@ -17,7 +17,7 @@ import (
 
 	"github.com/tidemq/tide/services/kit/api"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 
 	v1 "github.com/tidemq/tide/api/payment/v1"

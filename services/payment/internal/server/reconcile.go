@@ -10,14 +10,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
 )
 
 // Reconciler hosts the payment service's reconciliation jobs ("payments",
-// "broker") on a pkg/mqclient/reconcile.Runner: scheduled every
+// "broker") on a services/kit/reconcile.Runner: scheduled every
 // reconcile.interval (0 = on demand only) and run on demand through HTTP.
 // One run of a job at a time across instances (Redis lease); dry runs
 // write nothing; every run, discrepancy and repair is in the audit tables.

@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // toySchema: our payments, the provider's statement, and the repair

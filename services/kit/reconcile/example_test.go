@@ -10,7 +10,7 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 
-	"github.com/tidemq/tide/pkg/mqclient/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // Orders vs the provider's statement, checked every 10 minutes, with

@@ -1,0 +1,3 @@
+module github.com/tidemq/tide/pkg/props
+
+go 1.26
