@@ -17,7 +17,6 @@ import (
 
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
@@ -436,16 +435,10 @@ func TestDuplicateFiringIsNoop(t *testing.T) {
 // (Tide with tideExtensions=false, as RocketMQ 4.9) a timer Scheduler
 // refuses at Start, naming the broker; one with delay levels starts.
 func TestStartRefusesBrokerWithoutTimers(t *testing.T) {
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, func(o *broker.Options) { o.TideExtensions = false })
+	e := tidetest.Start(t, func(o *broker.Options) { o.TideExtensions = false })
 	ctx := context.Background()
-	admin, err := mqclient.NewAdmin(fastOptions(ns)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin.Start(ctx)
-	defer admin.Shutdown(ctx)
-	p, err := mqclient.NewProducer(fastOptions(ns)...)
+	admin := e.Admin
+	p, err := mqclient.NewProducer(e.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/testenv"
@@ -43,7 +44,7 @@ func startEnv(t *testing.T, schedOpts []delay.Option, opts ...func(*broker.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.s.Close() })
-	serr := e.s.Start(ctx)
+	serr := e.s.Start(context.Background())
 	switch {
 	case serr == nil:
 	case errors.Is(serr, delay.ErrNoTimers) && !brokertest.Extensions():

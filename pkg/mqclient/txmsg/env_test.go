@@ -175,7 +175,7 @@ func (e *env) pending(t *testing.T) []protocol.HalfMessage {
 	// in process, not through Tide's request code: the suite also runs
 	// against a broker without Tide extensions (TIDE_BROKER_EXTENSIONS=off)
 	var out []protocol.HalfMessage
-	for _, h := range e.broker.HalfMessages() {
+	for _, h := range e.Broker.HalfMessages() {
 		if h.Topic == e.topic {
 			out = append(out, h)
 		}
