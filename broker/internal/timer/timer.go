@@ -472,6 +472,16 @@ func (s *Service) run() {
 		close(s.exited)
 	}()
 	s.restore()
+	// Read the queue to the end it has now before delivering anything: a
+	// recall marker stored after a due timer must cancel it first. A
+	// promoted replica (whose timer checkpoint is not replicated) or a
+	// start without a checkpoint scans from far back, where a timer due
+	// long ago sits batches before its marker.
+	for end := s.opts.Store.MaxOffset(Topic, 0); s.scanned < end && !s.stopping(); {
+		if s.scan() == 0 {
+			break
+		}
+	}
 	s.lastSave = time.Now()
 	for !s.stopping() {
 		n := s.scan()

@@ -634,3 +634,33 @@ func BenchmarkStorm(b *testing.B) {
 	b.ReportMetric(float64(l.Max.Milliseconds()), "max-late-ms")
 	svc.Stop(context.Background())
 }
+
+// TestStartReadsRecallsBeforeDelivering: a service started over a timer
+// queue it has not scanned (a promoted replica: the checkpoint is not
+// replicated) applies a recall marker stored after a timer that is due
+// already before it delivers that timer, even when they are batches apart.
+func TestStartReadsRecallsBeforeDelivering(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	o := Options{Store: st, CheckpointPath: filepath.Join(dir, "config", "timerCheckpoint"), BatchSize: 1,
+		FlushInterval: 20 * time.Millisecond, PollInterval: 20 * time.Millisecond, RetryBackoff: 10 * time.Millisecond}
+	svc, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	victimDue := now.Add(30 * time.Millisecond)
+	sendAt(t, svc, st, "Orders", "victim", victimDue)
+	send(t, svc, st, newMsg("Orders", 0, "", map[string]string{PropDelUniqKey: "victim"}))
+	sendAt(t, svc, st, "Orders", "sentinel", now.Add(60*time.Millisecond))
+	waitFor(t, "the victim due", 5*time.Second, func() bool { return time.Now().After(victimDue) })
+	st.SetDispatchListener(func(tp string, _ int32, _, _ int64, _ []byte) {
+		if tp == Topic {
+			svc.Notify()
+		}
+	})
+	svc.Start()
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	waitFor(t, "sentinel", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) >= 1 })
+	checkDelivered(t, st, "Orders", map[string]bool{"sentinel": true}, false)
+}
