@@ -59,8 +59,10 @@ type Broker struct {
 	masterAddr atomic.Value // string: the master's client address (slaves)
 	metaSynced atomic.Int64 // metadata syncs applied (slaves)
 	syncNow    chan struct{}
-	sched      *schedule.Service
-	timers     *timer.Service
+	// the delay-level and timer services: replaced when a broker demoted
+	// while running is promoted again (roleswitch.go), hence atomic
+	schedP  atomic.Pointer[schedule.Service]
+	timersP atomic.Pointer[timer.Service]
 
 	sec security // ACL and TLS (security.go)
 
@@ -337,13 +339,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if b.sched != nil {
-			if err := b.sched.Stop(ctx); err != nil {
+		if s := b.sched(); s != nil {
+			if err := s.Stop(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		if b.timers != nil {
-			if err := b.timers.Stop(ctx); err != nil {
+		if t := b.timers(); t != nil {
+			if err := t.Stop(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}

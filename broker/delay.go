@@ -22,39 +22,54 @@ func visibilityCoders(levels []time.Duration) []store.Option {
 	}
 }
 
-// startDelays builds and starts the delay-level service
-// (SCHEDULE_TOPIC_XXXX) and the timer service (arbitrary delivery times),
-// and routes the store's dispatch notifications to them and to held pulls.
+// startDelays builds the delay-level service (SCHEDULE_TOPIC_XXXX) and
+// the timer service (arbitrary delivery times), starts them on a master,
+// and routes the store's dispatch notifications to them and to held
+// pulls.
 func (b *Broker) startDelays() error {
-	o := b.opts
-	levels, err := store.ParseDelayLevels(o.Store.MessageDelayLevel)
+	sched, timers, err := b.newDelays()
 	if err != nil {
 		return err
 	}
-	cfgDir := filepath.Join(o.Store.StorePathRootDir, "config")
-	if b.sched, err = schedule.New(schedule.Options{Store: b.store, Levels: levels, OffsetPath: filepath.Join(cfgDir, "delayOffset.json"),
-		FlushInterval: time.Duration(o.FlushDelayOffsetInterval) * time.Millisecond, Logger: b.log}); err != nil {
-		return fmt.Errorf("delay levels: %w", err)
-	}
-	if b.timers, err = timer.New(timer.Options{Store: b.store, CheckpointPath: filepath.Join(cfgDir, "timerCheckpoint"),
-		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost, Logger: b.log}); err != nil {
-		return fmt.Errorf("timers: %w", err)
-	}
+	b.schedP.Store(sched)
+	b.timersP.Store(timers)
 	b.store.SetDispatchListener(func(t string, q int32, qo, tags int64, props []byte) {
 		switch t {
 		case schedule.Topic:
-			b.sched.Notify(int(q) + 1)
+			b.sched().Notify(int(q) + 1)
 		case timer.Topic:
-			b.timers.Notify()
+			b.timers().Notify()
 		default:
 			b.polls.Notify(t, q, qo+1, tags, props)
 		}
 	})
-	if o.IsMaster() { // a slave receives the delivered copies through replication
-		b.sched.Start()
-		b.timers.Start()
+	if b.opts.IsMaster() { // a slave receives the delivered copies through replication
+		sched.Start()
+		timers.Start()
 	}
 	return nil
+}
+
+// newDelays builds (does not start) the delay-level and timer services
+// from the persisted progress, as a broker start does.
+func (b *Broker) newDelays() (*schedule.Service, *timer.Service, error) {
+	o := b.opts
+	levels, err := store.ParseDelayLevels(o.Store.MessageDelayLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfgDir := filepath.Join(o.Store.StorePathRootDir, "config")
+	sched, err := schedule.New(schedule.Options{Store: b.store, Levels: levels, OffsetPath: filepath.Join(cfgDir, "delayOffset.json"),
+		FlushInterval: time.Duration(o.FlushDelayOffsetInterval) * time.Millisecond, Logger: b.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("delay levels: %w", err)
+	}
+	timers, err := timer.New(timer.Options{Store: b.store, CheckpointPath: filepath.Join(cfgDir, "timerCheckpoint"),
+		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost, Logger: b.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("timers: %w", err)
+	}
+	return sched, timers, nil
 }
 
 // divertDelayed routes a message about to be stored: a timer message
@@ -65,7 +80,7 @@ func (b *Broker) startDelays() error {
 // Tide extensions the timer properties are left alone (RocketMQ 4.9).
 func (b *Broker) divertDelayed(m *protocol.MessageExt) error {
 	if b.opts.TideExtensions {
-		if _, diverted, err := b.timers.Accept(m, time.Now()); err != nil || diverted {
+		if _, diverted, err := b.timers().Accept(m, time.Now()); err != nil || diverted {
 			return err
 		}
 	}
@@ -93,6 +108,6 @@ func (b *Broker) validateTimer(m *protocol.MessageExt) error {
 	for k, v := range m.Properties {
 		cp.Properties[k] = v
 	}
-	_, _, err := b.timers.Accept(&cp, time.Now())
+	_, _, err := b.timers().Accept(&cp, time.Now())
 	return err
 }

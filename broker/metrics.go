@@ -273,8 +273,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHalfByAge, float64(byAge[i]), bk.label)
 		}
 	}
-	if b.timers != nil {
-		ts := b.timers.Stats()
+	if t := b.timers(); t != nil {
+		ts := t.Stats()
 		gauge(descTimersPending, float64(ts.Pending))
 		counter(descTimersDelivered, float64(ts.Delivered))
 		counter(descTimersRecalled, float64(ts.Recalled))
@@ -286,8 +286,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstHistogram(descTimerLateness, uint64(ts.Lateness.Count), ts.Lateness.Sum.Seconds(), buckets)
 	}
-	if b.sched != nil {
-		for _, l := range b.sched.Stats() {
+	if s := b.sched(); s != nil {
+		for _, l := range s.Stats() {
 			lv := strconv.Itoa(l.Level)
 			gauge(descDelayPending, float64(l.Pending), lv)
 			gauge(descDelayLateness, l.MaxLateness.Seconds(), lv)

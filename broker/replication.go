@@ -162,8 +162,8 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 // handleMetadata serves the master side of the slave metadata sync.
 func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	md := protocol.BrokerMetadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
-	if b.sched != nil {
-		for _, l := range b.sched.Stats() {
+	if s := b.sched(); s != nil {
+		for _, l := range s.Stats() {
 			md.DelayOffsets[strconv.Itoa(l.Level)] = l.Offset
 		}
 	}

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"github.com/tidemq/tide/broker/internal/ha"
+	"github.com/tidemq/tide/broker/internal/schedule"
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/broker/internal/transaction"
 )
 
@@ -31,6 +33,12 @@ func (b *Broker) haServer() *ha.Server { return b.haSrv.Load() }
 
 // haClient returns the HA client (a slave), or nil.
 func (b *Broker) haClient() *ha.Client { return b.haCli.Load() }
+
+// sched returns the delay-level service (nil before Start).
+func (b *Broker) sched() *schedule.Service { return b.schedP.Load() }
+
+// timers returns the timer service (nil before Start).
+func (b *Broker) timers() *timer.Service { return b.timersP.Load() }
 
 // tx returns the transaction service (nil before Start).
 func (b *Broker) tx() *transaction.Service { return b.txs.Load() }

@@ -136,18 +136,24 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 	}
 	cm.mu.Lock()
 	stopped := cm.stopped
+	cm.stopped = false
 	cm.mu.Unlock()
 	if stopped {
-		b.log.Error("controller mode: this broker was demoted earlier in this process; delayed messages, timers and " +
-			"transaction check-backs stay stopped until it is restarted")
-	} else {
-		if err := b.sched.Reload(); err != nil {
-			b.log.Error("controller mode: delay-level progress", "err", err)
+		// Demoted earlier in this process: the services it stopped then
+		// do not start again, so build new ones from the persisted
+		// progress (the slave's copy of the master's), as a start does.
+		if sched, timers, err := b.newDelays(); err != nil {
+			b.log.Error("controller mode: delay-level and timer services not rebuilt; they stay stopped", "err", err)
+		} else {
+			b.schedP.Store(sched)
+			b.timersP.Store(timers)
 		}
-		b.sched.Start()
-		b.timers.Start()
-		b.restartTransactions() // before taking sends: a half message sent now reaches the new service
+	} else if err := b.sched().Reload(); err != nil {
+		b.log.Error("controller mode: delay-level progress", "err", err)
 	}
+	b.sched().Start()
+	b.timers().Start()
+	b.restartTransactions() // before taking sends: a half message sent now reaches the new service
 	b.setRole(cm.masterRole, 0)
 	b.masterAddr.Store("")
 	cm.mu.Lock()
@@ -200,7 +206,7 @@ func (b *Broker) demote(cm *controllerMode, m protocol.MasterInfo) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := errors.Join(b.tx().Stop(), b.sched.Stop(ctx), b.timers.Stop(ctx)); err != nil {
+	if err := errors.Join(b.tx().Stop(), b.sched().Stop(ctx), b.timers().Stop(ctx)); err != nil {
 		b.log.Error("controller mode: stopping master services", "err", err)
 	}
 	if err := b.startHAClient(""); err != nil {

@@ -210,7 +210,7 @@ func (b *Broker) HalfMessages() []protocol.HalfMessage { return b.tx().List() }
 func (b *Broker) handleRecallTimer(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	r := decodeRecall(req)
 	handle := r.Handle
-	err := b.timers.Recall(ctx, r.Topic, handle)
+	err := b.timers().Recall(ctx, r.Topic, handle)
 	switch {
 	case err == nil:
 		b.log.Info("timer recalled", "handle", handle, "by", operator(c, req.Ext("operator")))

@@ -319,3 +319,60 @@ func TestControllerModeSyncStateSet(t *testing.T) {
 		t.Fatalf("send with B back: %v %v", err, resp)
 	}
 }
+
+// TestControllerModeRepromotion: a master demoted while running (an
+// operator's designated election) and promoted again in the same process
+// runs its delay-level service again: a delayed message sent to it after
+// the second promotion is delivered (finding 3 of docs/reliability.md: it
+// was not, until the process restarted).
+func TestControllerModeRepromotion(t *testing.T) {
+	ctl := startController(t)
+	ns := nameservertest.Start(t)
+	opts := func(root string) func(*broker.Options) {
+		return func(o *broker.Options) {
+			o.EnableControllerMode, o.ControllerAddr = true, ctl
+			o.BrokerName, o.BrokerRole = "rp", "SYNC_MASTER"
+			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
+			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 6000, 500
+			o.Store.StorePathRootDir = root
+		}
+	}
+	rc := remoting.NewClient(remoting.ClientOptions{})
+	defer rc.Close()
+	cli := controllerclient.New(rc, []string{ctl})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := brokertest.Start(t, ns, opts(t.TempDir()))
+	b := brokertest.Start(t, ns, opts(t.TempDir()))
+	role := func(br *broker.Broker) string { r, _, _, _ := br.ControllerRole(); return r }
+	designate := func(br *broker.Broker, id int64) {
+		t.Helper()
+		waitUntil(t, 20*time.Second, "both in the SyncStateSet", func() bool {
+			_, set := syncStateSet(ctx, cli, "rp")
+			return slices.Equal(set, []int64{1, 2})
+		})
+		if _, _, err := cli.ElectMaster(ctx, &protocol.ElectMasterRequestHeader{BrokerName: "rp", BrokerID: id,
+			DesignateElect: true, InvokeTime: time.Now().UnixMilli()}); err != nil {
+			t.Fatalf("elect %d: %v", id, err)
+		}
+		waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d master", id), func() bool { return role(br) == "master" })
+	}
+	_, aID, _, _ := a.ControllerRole()
+	_, bID, _, _ := b.ControllerRole()
+	designate(b, bID) // A is demoted while running
+	if r := role(a); r != "slave" {
+		t.Fatalf("A runs as %q after B's election", r)
+	}
+	designate(a, aID) // and promoted again in the same process
+
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "rp", Topic: "rp-delayed", DefaultTopic: "TBW102", DefaultTopicQueueNums: 1,
+		BornTimestamp: time.Now().UnixMilli(), MaxReconsumeTimes: -1,
+		Properties: protocol.EncodeProperties(map[string]string{protocol.PropDelayLevel: "1"})}
+	waitUntil(t, 20*time.Second, "A takes a delayed message (SEND_OK)", func() bool {
+		resp, err := invoke(rc, a.Addr(), protocol.NewRequest(protocol.SendMessage, h.Encode(), []byte("later")))
+		return err == nil && resp.Code == protocol.Success
+	})
+	waitUntil(t, 20*time.Second, "the delayed message delivered by the re-promoted A", func() bool {
+		return maxQueueOffset(t, rc, a.Addr(), "rp-delayed", 0) == 1
+	})
+}
