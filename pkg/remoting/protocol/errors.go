@@ -66,6 +66,8 @@ var responseNames = map[int16]string{
 	ConsumerNotOnline: "CONSUMER_NOT_ONLINE", ConsumeMsgTimeout: "CONSUME_MSG_TIMEOUT", NoMessage: "NO_MESSAGE",
 	UpdateAndCreateACLFailed: "UPDATE_AND_CREATE_ACL_CONFIG_FAILED", DeleteACLFailed: "DELETE_ACL_CONFIG_FAILED",
 	UpdateGlobalWhiteAddrsFail: "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED", FlowControl: "FLOW_CONTROL",
+	TideAlreadyDelivered: "TIDE_ALREADY_DELIVERED", TideProducerFenced: "TIDE_PRODUCER_FENCED",
+	TideSequenceOutOfOrder: "TIDE_SEQUENCE_OUT_OF_ORDER",
 }
 
 // CodeName returns the RocketMQ name of a response code ("UNKNOWN" if none).

@@ -29,6 +29,9 @@ const (
 	ExtHalfMessages = "halfMessages"
 	// ExtHAStatus: TideHAStatus (10006).
 	ExtHAStatus = "haStatus"
+	// ExtIdempotentSend: TideInitProducerID (10007) and the PropProducerStamp
+	// check on sends (idempotent.go).
+	ExtIdempotentSend = "idempotentSend"
 )
 
 // TideExtensions lists every extension a Tide broker serves with
