@@ -59,6 +59,8 @@ type PushConsumer struct {
 	// answered after the unlock would otherwise take the queue again and
 	// keep its next owner out until the broker expires the lock.
 	lockMu sync.Mutex
+	// notes is the lock state of each queue last logged (noteLock).
+	notes lockNotes
 
 	offsets offsetStore
 	sem     chan struct{} // handler slots
@@ -414,11 +416,14 @@ func (pc *PushConsumer) addQueue(ctx context.Context, q Queue) error {
 	if pc.s.ordered {
 		ok, err := pc.lock(ctx, []Queue{q})
 		if err != nil {
+			pc.noteLock(q, lockFailed, err)
 			return err
 		}
 		if !ok[q] {
+			pc.noteLock(q, lockRefused, nil)
 			return fmt.Errorf("mqclient: queue %s is locked by another consumer", q)
 		}
+		pc.noteLock(q, "", nil)
 		pq.setLocked(true)
 	}
 	off, err := pc.startOffset(ctx, q)
@@ -522,6 +527,13 @@ func (pc *PushConsumer) commitQueue(ctx context.Context, pq *processQueue) error
 
 func (pc *PushConsumer) commitLocked(ctx context.Context, pq *processQueue) error {
 	if pq.released {
+		return nil
+	}
+	if pc.s.ordered && !pq.lockValid() {
+		// Not the queue's owner now (lock lost, or regained and not yet
+		// reset to the committed offset): another member may have moved
+		// the offset past this member's position, which a write would
+		// undo. What finished since the last commit is redelivered.
 		return nil
 	}
 	off, changed := pq.commitOffset()

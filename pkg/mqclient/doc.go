@@ -105,6 +105,17 @@
 // takes its queues over never handle the same queue at once
 // (TestOrderedConnectionDropNoOverlap).
 //
+// A lock regained after it was lost (refused, its connection closed, or
+// not renewed for 30 s) is treated as a new assignment, since another
+// member may have owned the queue meanwhile: the messages pulled before
+// and not yet started are discarded, the handlers already running finish,
+// and the queue resumes from the offset committed on the broker, as a new
+// owner would. While its lock is not held a member commits nothing for the
+// queue, so it never writes its stale position over the new owner's
+// progress (TestOrderedRegainedLockResumesFromCommitted). What it finished
+// since its last commit is redelivered (at least once). A refused lock is
+// logged at Warn with the queue and the reason, once per change.
+//
 // # Batch consumption
 //
 // SubscribeBatch registers a BatchHandler, which gets up to

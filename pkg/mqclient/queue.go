@@ -2,7 +2,6 @@ package mqclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -31,6 +30,14 @@ type processQueue struct {
 	busy        map[string]bool        // ordered: keys with a running task
 	locked      bool
 	lockUntil   time.Time
+	// gen counts the times the queue's lock was regained after it had
+	// been lost (ordered consumers): pulls, lines and handler tasks of
+	// an older generation are stale and are discarded, not delivered.
+	gen uint64
+	// resyncing is set from a regained lock until the queue was reset to
+	// the committed offset (resync): nothing is pulled, handled or
+	// committed meanwhile.
+	resyncing bool
 
 	// commitMu serialises the queue's offset writes (commit loop, drop,
 	// Shutdown), so an older offset computed earlier can never be written
@@ -126,32 +133,108 @@ func (pq *processQueue) full(maxCount, maxBytes int) bool {
 	return len(pq.pending) >= maxCount || pq.bytes >= maxBytes
 }
 
+// lockLease is how long a granted lock is taken as held without renewal:
+// a lock not renewed for 30 s may have expired on the broker (60 s), so
+// the queue stops starting handlers well before another consumer can get
+// it.
+const lockLease = 30 * time.Second
+
 func (pq *processQueue) setLocked(ok bool) {
 	pq.mu.Lock()
 	pq.locked = ok
 	if ok {
-		pq.lockUntil = time.Now().Add(30 * time.Second)
+		pq.lockUntil = time.Now().Add(lockLease)
 	}
 	pq.mu.Unlock()
 }
 
-// lockValid reports whether the broker lock is held and fresh: a lock not
-// renewed for 30 s may have expired on the broker (60 s), so the queue
-// stops starting handlers well before another consumer can get it.
+// relock records a lock the broker granted again. If the queue's lock had
+// been lost (refused, its connection closed) or had lapsed (not renewed
+// within lockLease) since it was last held, another member may have owned
+// the queue meanwhile, consumed past this member's in-memory position and
+// committed: everything pulled is stale. The queue then starts a new
+// generation: the messages waiting in its key lines are discarded and it
+// stays resyncing (nothing pulled, started or committed) until resume
+// resets it to the committed offset. regained reports that, with the new
+// generation.
+func (pq *processQueue) relock() (gen uint64, regained bool) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	now := time.Now()
+	regained = !pq.locked || !now.Before(pq.lockUntil)
+	pq.locked, pq.lockUntil = true, now.Add(lockLease)
+	if regained {
+		pq.gen++
+		pq.resyncing = true
+		for k, line := range pq.keys {
+			for _, e := range line {
+				pq.forget(e.m)
+			}
+			delete(pq.keys, k)
+		}
+	}
+	return pq.gen, regained
+}
+
+// forget removes m from pending; pq.mu is held.
+func (pq *processQueue) forget(m *MessageExt) {
+	if _, ok := pq.pending[m.QueueOffset]; ok {
+		delete(pq.pending, m.QueueOffset)
+		pq.bytes -= len(m.Body)
+	}
+}
+
+// resume ends the resync of generation gen (relock): the handlers of the
+// older generations have returned, so nothing in memory is still needed;
+// pulling restarts at off, the offset committed on the broker, as it
+// would for a new owner. It reports false if gen is no longer current
+// (the lock was lost and regained again: that resync takes over).
+func (pq *processQueue) resume(gen uint64, off int64) bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	if pq.gen != gen || !pq.resyncing {
+		return false
+	}
+	pq.pending, pq.bytes = map[int64]*MessageExt{}, 0
+	pq.keys, pq.busy = map[string][]lineEntry{}, map[string]bool{}
+	pq.base, pq.nextPull = off, off
+	pq.lastSaved, pq.lastSavedAt = off, time.Now()
+	pq.resyncing = false
+	return true
+}
+
+// lockValid reports whether the broker lock is held and fresh (lockLease)
+// and the queue is not resyncing.
 func (pq *processQueue) lockValid() bool {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
-	return pq.locked && time.Now().Before(pq.lockUntil)
+	return pq.lockValidLocked()
+}
+
+func (pq *processQueue) lockValidLocked() bool {
+	return pq.locked && time.Now().Before(pq.lockUntil) && !pq.resyncing
+}
+
+// runnable reports whether a handler task of generation gen may start a
+// message: the lock is valid and gen is current.
+func (pq *processQueue) runnable(gen uint64) bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return pq.gen == gen && pq.lockValidLocked()
+}
+
+// stale reports whether generation gen was superseded by a regained lock.
+func (pq *processQueue) stale(gen uint64) bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return pq.gen != gen
 }
 
 // finish removes handled messages.
 func (pq *processQueue) finish(msgs ...*MessageExt) {
 	pq.mu.Lock()
 	for _, m := range msgs {
-		if _, ok := pq.pending[m.QueueOffset]; ok {
-			delete(pq.pending, m.QueueOffset)
-			pq.bytes -= len(m.Body)
-		}
+		pq.forget(m)
 	}
 	pq.mu.Unlock()
 	select {
@@ -210,8 +293,11 @@ func (pc *PushConsumer) pullLoop(pq *processQueue) {
 
 func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 	pq.mu.Lock()
-	off, bid := pq.nextPull, pq.brokerID
+	off, bid, gen, resyncing := pq.nextPull, pq.brokerID, pq.gen, pq.resyncing
 	pq.mu.Unlock()
+	if resyncing {
+		return nil // pullLoop waits for the lock to be valid again
+	}
 	addr, err := pc.c.brokerAddr(pq.q.BrokerName, bid)
 	if err != nil {
 		if _, rerr := pc.c.updateRoute(ctx, pq.q.Topic, false); rerr != nil {
@@ -267,7 +353,9 @@ func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 		}
 	}
 	pq.mu.Lock()
-	if pq.isDropped() {
+	if pq.isDropped() || pq.gen != gen {
+		// Dropped, or pulled before the lock was lost and regained: the
+		// queue restarts from the committed offset instead.
 		pq.mu.Unlock()
 		return nil
 	}
@@ -285,7 +373,7 @@ func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 	}
 	pq.mu.Unlock()
 	if len(msgs) > 0 {
-		pc.dispatch(pq, msgs)
+		pc.dispatch(pq, gen, msgs)
 	}
 	return nil
 }
@@ -294,8 +382,9 @@ func (pc *PushConsumer) pullOnce(ctx context.Context, pq *processQueue) error {
 // in queue order). Concurrent consumers start one task per batch: a run of
 // consecutive messages for the same subscription, one message long unless
 // it has a BatchHandler. Ordered ones append to the messages' key lines
-// and start a task for each idle key.
-func (pc *PushConsumer) dispatch(pq *processQueue, msgs []*MessageExt) {
+// and start a task for each idle key, unless generation gen, the one
+// msgs were pulled in, was superseded meanwhile (relock).
+func (pc *PushConsumer) dispatch(pq *processQueue, gen uint64, msgs []*MessageExt) {
 	if !pc.s.ordered {
 		for len(msgs) > 0 {
 			sub := pc.target(pq, msgs[0])
@@ -315,6 +404,13 @@ func (pc *PushConsumer) dispatch(pq *processQueue, msgs []*MessageExt) {
 		entries[i] = lineEntry{m: m, sub: pc.target(pq, m)}
 	}
 	pq.mu.Lock()
+	if pq.gen != gen {
+		for _, m := range msgs {
+			pq.forget(m)
+		}
+		pq.mu.Unlock()
+		return
+	}
 	var start []string
 	for _, e := range entries {
 		k := e.m.Key()
@@ -449,23 +545,24 @@ func (pc *PushConsumer) runConcurrent(pq *processQueue, sub *subscription, msgs 
 func (pc *PushConsumer) runOrdered(pq *processQueue, k string) {
 	defer pq.tasks.Done()
 	for {
-		msgs, sub := pc.nextOrdered(pq, k)
-		if msgs == nil || !pc.consumeOrdered(pq, sub, msgs) {
+		msgs, sub, gen := pc.nextOrdered(pq, k)
+		if msgs == nil || !pc.consumeOrdered(pq, sub, gen, msgs) {
 			return
 		}
 	}
 }
 
 // nextOrdered takes the head of k's line and the messages after it that
-// go to the same handler, up to its batch size. With none left, or the
-// queue dropped, it marks k idle and returns nil.
-func (pc *PushConsumer) nextOrdered(pq *processQueue, k string) ([]*MessageExt, *subscription) {
+// go to the same handler, up to its batch size, and the queue's current
+// generation. With none left, or the queue dropped, it marks k idle and
+// returns nil.
+func (pc *PushConsumer) nextOrdered(pq *processQueue, k string) ([]*MessageExt, *subscription, uint64) {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
 	line := pq.keys[k]
 	if len(line) == 0 || pq.isDropped() {
 		delete(pq.busy, k)
-		return nil, nil
+		return nil, nil, 0
 	}
 	sub := line[0].sub
 	n, i := min(pc.batchSize(sub), len(line)), 1
@@ -481,21 +578,18 @@ func (pc *PushConsumer) nextOrdered(pq *processQueue, k string) ([]*MessageExt, 
 	} else {
 		pq.keys[k] = line[i:]
 	}
-	return msgs, sub
+	return msgs, sub, pq.gen
 }
 
 // consumeOrdered handles one batch of a key in place, retrying it whole
 // with backoff until success or, after WithMaxReconsumeTimes attempts,
-// the DLQ. It reports false if the queue was dropped first; unfinished
-// messages then stay pending.
-func (pc *PushConsumer) consumeOrdered(pq *processQueue, sub *subscription, msgs []*MessageExt) bool {
+// the DLQ. It reports false if the queue was dropped first, or its lock
+// was lost and regained since the batch was taken from its line (gen is
+// stale: the queue restarts from the committed offset, resync); the
+// unfinished messages then stay pending.
+func (pc *PushConsumer) consumeOrdered(pq *processQueue, sub *subscription, gen uint64, msgs []*MessageExt) bool {
 	for attempt := 1; ; attempt++ {
-		for !pq.lockValid() {
-			if !pq.sleep(100 * time.Millisecond) {
-				return false
-			}
-		}
-		if !pc.acquire(pq) {
+		if !pc.acquireOrdered(pq, gen) {
 			return false
 		}
 		err := pc.consume(sub, msgs)
@@ -530,6 +624,26 @@ func (pc *PushConsumer) consumeOrdered(pq *processQueue, sub *subscription, msgs
 	}
 }
 
+// acquireOrdered waits until generation gen of pq may start a handler
+// (runnable) and takes a handler slot; false if the queue was dropped or
+// gen superseded first.
+func (pc *PushConsumer) acquireOrdered(pq *processQueue, gen uint64) bool {
+	for {
+		for !pq.runnable(gen) {
+			if pq.stale(gen) || !pq.sleep(100*time.Millisecond) {
+				return false
+			}
+		}
+		if !pc.acquire(pq) {
+			return false
+		}
+		if pq.runnable(gen) {
+			return true
+		}
+		<-pc.sem // the lock was lost while waiting for the slot
+	}
+}
+
 // sendBack hands a failed message to the broker (CONSUMER_SEND_MSG_BACK):
 // to the retry topic, or with delayLevel -1 straight to the DLQ.
 func (pc *PushConsumer) sendBack(ctx context.Context, m *MessageExt, delayLevel int32) error {
@@ -548,174 +662,4 @@ func (pc *PushConsumer) sendBack(ctx context.Context, m *MessageExt, delayLevel 
 		return err
 	}
 	return resp.Err()
-}
-
-// lock asks the queues' brokers to lock them for this client and returns
-// the ones now held.
-func (pc *PushConsumer) lock(ctx context.Context, qs []Queue) (map[Queue]bool, error) {
-	got := map[Queue]bool{}
-	var errs []error
-	for broker, list := range byBroker(qs) {
-		addr, err := pc.c.masterAddr(ctx, broker, list[0].Topic)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		body := (&protocol.LockBatchRequestBody{ConsumerGroup: pc.group, ClientID: pc.c.clientID, MQSet: list}).Encode()
-		resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.LockBatchMQ, nil, body), pc.s.requestTimeout)
-		if err == nil {
-			err = resp.Err()
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		b, err := protocol.DecodeLockBatchResponseBody(resp.Body)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, q := range b.LockOKMQSet {
-			got[q] = true
-		}
-	}
-	return got, errors.Join(errs...)
-}
-
-// unlock releases queue locks; errors are logged (locks expire anyway).
-func (pc *PushConsumer) unlock(ctx context.Context, qs []Queue) {
-	for broker, list := range byBroker(qs) {
-		addr, err := pc.c.masterAddr(ctx, broker, list[0].Topic)
-		if err != nil {
-			continue
-		}
-		body := (&protocol.LockBatchRequestBody{ConsumerGroup: pc.group, ClientID: pc.c.clientID, MQSet: list}).Encode()
-		if _, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.UnlockBatchMQ, nil, body), pc.s.requestTimeout); err != nil {
-			pc.s.logger.Debug("mqclient: unlock", "broker", broker, "err", err)
-		}
-	}
-}
-
-func byBroker(qs []Queue) map[string][]Queue {
-	m := map[string][]Queue{}
-	for _, q := range qs {
-		m[q.BrokerName] = append(m[q.BrokerName], q)
-	}
-	return m
-}
-
-// locksLost handles the close of the connection to broker address addr
-// (ordered consumers): the locks of the queues that broker serves are
-// taken as lost -- the broker may have restarted and forgotten them, or
-// given them to another member -- so no handler starts on those queues
-// (and they are not pulled) until they are locked again. Handlers already
-// running finish. Re-locking is tried at once, then with a backoff of up
-// to one lock interval, after which lockLoop carries on.
-func (pc *PushConsumer) locksLost(addr string) {
-	pc.lockMu.Lock() // a renewal answered before the close must not win over it
-	pc.mu.Lock()
-	var lost []*processQueue
-	for q, pq := range pc.queues {
-		if a, ok := pc.c.cachedMasterAddr(q.BrokerName); ok && a == addr && !pq.isDropped() {
-			lost = append(lost, pq)
-		}
-	}
-	pc.mu.Unlock()
-	for _, pq := range lost {
-		pq.setLocked(false)
-	}
-	pc.lockMu.Unlock()
-	if len(lost) == 0 {
-		return
-	}
-	pc.s.logger.Info("mqclient: connection to broker closed; its queue locks are taken as lost until renewed",
-		"broker", addr, "queues", len(lost))
-	start := time.Now()
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		select {
-		case <-pc.stop:
-			return
-		default:
-		}
-		pc.renewLocks()
-		relocked := true
-		for _, pq := range lost {
-			if !pq.isDropped() && !pq.lockValid() {
-				relocked = false
-			}
-		}
-		if relocked || time.Since(start) > pc.s.lockInterval {
-			return
-		}
-		select {
-		case <-pc.stop:
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
-// lockRetry is how soon a lock round that failed (a master unreachable or
-// restarting, a queue not granted) is tried again, instead of waiting the
-// whole lock interval: a master that comes back is locked within about a
-// second, so ordered consumption resumes with it.
-const lockRetry = time.Second
-
-// lockLoop renews the locks of every assigned queue, every lockInterval,
-// or after lockRetry when the last round did not lock every queue.
-func (pc *PushConsumer) lockLoop() {
-	defer pc.loops.Done()
-	t := time.NewTimer(pc.s.lockInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-pc.stop:
-			return
-		case <-t.C:
-		}
-		next := pc.s.lockInterval
-		if !pc.renewLocks() {
-			next = min(next, lockRetry)
-		}
-		t.Reset(next)
-	}
-}
-
-// renewLocks renews the broker locks of every assigned queue that is not
-// being dropped, holding lockMu so no dropped queue is unlocked meanwhile.
-// It reports whether every such queue is now locked.
-func (pc *PushConsumer) renewLocks() bool {
-	pc.lockMu.Lock()
-	defer pc.lockMu.Unlock()
-	pc.mu.Lock()
-	var qs []Queue
-	pqs := map[Queue]*processQueue{}
-	for q, pq := range pc.queues {
-		if !pq.isDropped() {
-			qs = append(qs, q)
-			pqs[q] = pq
-		}
-	}
-	pc.mu.Unlock()
-	if len(qs) == 0 {
-		return true
-	}
-	ctx, cancel := pc.c.ctx()
-	got, err := pc.lock(ctx, qs)
-	cancel()
-	if err != nil {
-		pc.s.logger.Debug("mqclient: renew locks", "err", err)
-	}
-	all := err == nil
-	for q, pq := range pqs {
-		if got[q] {
-			pq.setLocked(true)
-		} else {
-			all = false
-			if err == nil {
-				pq.setLocked(false)
-			}
-		}
-	}
-	return all
 }
