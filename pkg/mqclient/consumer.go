@@ -330,6 +330,11 @@ func (pc *PushConsumer) consumerIDs(ctx context.Context, r *route) ([]string, er
 			}
 			ids := b.ConsumerIDList
 			sort.Strings(ids)
+			// A client that restarted under the same id (a stable
+			// instance name) may still be listed on its old, not yet
+			// expired connection too: one id is one member, or the
+			// allocation would leave the duplicate's queues to nobody.
+			ids = slices.Compact(ids)
 			if slices.Contains(ids, pc.c.clientID) {
 				return ids, nil
 			}

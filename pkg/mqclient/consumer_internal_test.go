@@ -312,3 +312,37 @@ func TestPushConsumerHandlesNotifyFromFirstHeartbeat(t *testing.T) {
 		t.Fatalf("consumer had no handler for the broker's notification at start: %q", got)
 	}
 }
+
+// A client that restarted under the same id (a stable instance name) may
+// still be listed on its old connection: the duplicate is one member, so
+// the allocation gives it its share instead of leaving queues to nobody.
+func TestConsumerIDsOneMemberPerID(t *testing.T) {
+	f := newFakeQueue(t, "orders")
+	f.srv.HandleFunc(protocol.GetConsumerListByGroup, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		resp := protocol.NewResponse(req, protocol.Success, "")
+		resp.Body = (&protocol.GetConsumerListByGroupResponseBody{
+			ConsumerIDList: []string{"127.0.0.1@test", "127.0.0.1@other", "127.0.0.1@test"}}).Encode()
+		return resp
+	})
+	ns := startFakeNameServer(t, "orders", 4, f.fakeBroker)
+	pc, err := NewPushConsumer("g", WithNameServers(ns), WithClientIP("127.0.0.1"), WithInstanceName("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := pc.c.route(ctx, "orders", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pc.consumerIDs(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"127.0.0.1@other", "127.0.0.1@test"}; strings.Join(ids, ",") != strings.Join(want, ",") {
+		t.Fatalf("consumerIDs = %v, want %v", ids, want)
+	}
+	if mine := AllocateAveragely().Allocate(r.sub, ids, pc.c.clientID); len(mine) != 2 {
+		t.Fatalf("allocated %d of 4 queues to one of 2 members: %v", len(mine), mine)
+	}
+}

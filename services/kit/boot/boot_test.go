@@ -50,3 +50,14 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+func TestInstanceName(t *testing.T) {
+	t.Setenv(InstanceEnv, "inventory-0")
+	if got := InstanceName(); got != "inventory-0" {
+		t.Fatalf("InstanceName() = %q with %s=inventory-0", got, InstanceEnv)
+	}
+	os.Unsetenv(InstanceEnv)
+	if got := InstanceName(); got != "" {
+		t.Fatalf("InstanceName() = %q with %s unset, want empty", got, InstanceEnv)
+	}
+}

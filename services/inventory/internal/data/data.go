@@ -24,6 +24,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/kit/boot"
 )
 
 // ProviderSet is data providers.
@@ -223,11 +224,15 @@ func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(),
 // ClientOptions are the options every producer, consumer and admin client
 // of the service starts from: the NameServers and, when
 // messaging.access_key is set, the plain-ACL credentials that sign every
-// request.
+// request; with MQ_INSTANCE_NAME set (boot.InstanceName), a client id
+// that stays the same across restarts.
 func ClientOptions(c *conf.Messaging) []mqclient.Option {
 	opts := []mqclient.Option{mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...)}
 	if c.GetAccessKey() != "" {
 		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
+	}
+	if n := boot.InstanceName(); n != "" {
+		opts = append(opts, mqclient.WithInstanceName(n)) // stable client id across restarts
 	}
 	return opts
 }

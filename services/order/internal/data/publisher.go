@@ -21,6 +21,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -54,11 +55,15 @@ func NameServers(c *conf.MQ) []string {
 
 // ClientOptions are the options every producer, consumer and admin client
 // of the service starts from: the NameServers and, when mq.access_key is
-// set, the plain-ACL credentials that sign every request.
+// set, the plain-ACL credentials that sign every request; with MQ_INSTANCE_NAME set
+// (boot.InstanceName), a client id that stays the same across restarts.
 func ClientOptions(c *conf.MQ) []mqclient.Option {
 	opts := []mqclient.Option{mqclient.WithNameServers(NameServers(c)...)}
 	if c.GetAccessKey() != "" {
 		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
+	}
+	if n := boot.InstanceName(); n != "" {
+		opts = append(opts, mqclient.WithInstanceName(n)) // stable client id across restarts
 	}
 	return opts
 }
