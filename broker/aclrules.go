@@ -106,6 +106,15 @@ var aclRules = map[int16]accessRule{
 		return []acl.Resource{acl.Topic(r.Topic, acl.Pub)}, false, nil
 	}},
 
+	// a fresh producer id reveals nothing; a stable one fences the
+	// group's instance, so it takes PUB on the producer group
+	protocol.TideInitProducerID: {resources: header(func(h *protocol.InitProducerIDRequestHeader) []acl.Resource {
+		if h.InstanceName == "" {
+			return nil
+		}
+		return []acl.Resource{acl.Group(h.ProducerGroup, acl.Pub)}
+	})},
+
 	protocol.GetBrokerRuntimeInfo: {open: "broker-wide totals (offsets, counts, disk), no topic, group or message data"},
 }
 

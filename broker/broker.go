@@ -66,6 +66,8 @@ type Broker struct {
 
 	sec security // ACL and TLS (security.go)
 
+	idem *idem // idempotent producers' state (idempotent.go)
+
 	metrics     *metrics
 	metricsSrv  *http.Server
 	metricsAddr string
@@ -119,6 +121,11 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("broker: store: %w", err)
 	}
 	b.metrics = newMetrics(b)
+	if err := b.openIdem(cfgDir); err != nil {
+		b.store.Close()
+		b.sec.close()
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b.clients = clientmgr.New(nil)
 	b.locks = queuelock.New(60*time.Second, nil)
 	b.notify = newNotifier(b)
@@ -214,6 +221,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.wg.Add(1)
 	go b.housekeeping()
+	b.wg.Add(1)
+	go b.idemLoop()
 	b.log.Info("broker started", "addr", b.addr, "cluster", o.BrokerClusterName, "role", o.BrokerRole,
 		"flush", o.Store.FlushDiskType, "store", o.Store.StorePathRootDir, "namesrv", o.NamesrvAddr)
 	return nil
@@ -361,6 +370,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			b.metricsSrv.Shutdown(ctx)
 		}
 		b.wg.Wait()
+		b.saveIdem()
 		if err := b.offsets.Persist(); err != nil {
 			errs = append(errs, err)
 		}
@@ -416,6 +426,7 @@ func (b *Broker) registerHandlers() {
 		s.HandleFunc(protocol.TideForceEndTransaction, b.instrument(b.handleForceEnd))
 		s.HandleFunc(protocol.TideRecallTimer, b.instrument(b.handleRecallTimer))
 		s.HandleFunc(protocol.TideHAStatus, b.instrument(b.handleHAStatus))
+		s.HandleFunc(protocol.TideInitProducerID, b.instrument(b.handleInitProducerID))
 	}
 }
 

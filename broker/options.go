@@ -97,6 +97,12 @@ type Options struct {
 	// client. Every later extension must honour this switch.
 	TideExtensions bool `conf:"tideExtensions"`
 
+	// ProducerIDExpirationMs (Tide, default 7 days, as Kafka's
+	// transactional.id.expiration.ms) forgets an idempotent producer id
+	// that sent nothing for that long; a retry arriving later is stored
+	// again. See docs/broker.md "Idempotent sends".
+	ProducerIDExpirationMs int64 `conf:"producerIdExpirationMs"`
+
 	ServerSocketMaxFrame int `conf:"serverSocketMaxFrameSize"`
 
 	// MetricsPromExporterPort serves Prometheus /metrics and /healthz on
@@ -204,6 +210,7 @@ func DefaultOptions() Options {
 		FlushDelayOffsetInterval:          10000,
 		TimerMaxDelaySec:                  3 * 24 * 3600,
 		TideExtensions:                    true,
+		ProducerIDExpirationMs:            7 * 24 * 3600 * 1000,
 		ServerSocketMaxFrame:              16 << 20,
 		ServerMaxConnections:              10000,
 		ServerChannelMaxIdleTimeSeconds:   120,
@@ -260,6 +267,9 @@ func (o *Options) Validate() error {
 		}
 	default:
 		bad("brokerRole %q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", o.BrokerRole)
+	}
+	if o.ProducerIDExpirationMs <= 0 {
+		bad("producerIdExpirationMs %d is not positive", o.ProducerIDExpirationMs)
 	}
 	if o.ListenPort < 0 || o.ListenPort > 65535 {
 		bad("listenPort %d is not a port", o.ListenPort)

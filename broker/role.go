@@ -17,7 +17,12 @@ type roleState struct {
 	id   int64  // NameServer broker id: 0 for a master
 }
 
-func (b *Broker) setRole(role string, id int64) { b.role.Store(&roleState{role: role, id: id}) }
+func (b *Broker) setRole(role string, id int64) {
+	prev := b.role.Swap(&roleState{role: role, id: id})
+	if role != "SLAVE" && prev != nil && prev.role == "SLAVE" && b.idem != nil {
+		b.idem.becameMaster(b.store.MaxPhyOffset()) // a promoted slave: apply its log first
+	}
+}
 
 // isMaster reports whether the broker takes writes now.
 func (b *Broker) isMaster() bool { return b.role.Load().role != "SLAVE" }

@@ -138,6 +138,20 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	if isReply {
 		return b.handleReply(ctx, c, req, h, msgs[0])
 	}
+	st, stamped, err := b.sendStamp(msgs)
+	if err != nil {
+		return b.errorResponse(c, req, protocol.MessageIllegal, "bad %s: %v", protocol.PropProducerStamp, err)
+	}
+	if stamped {
+		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, qid) })
+	}
+	return b.storeSend(ctx, c, req, msgs, qid)
+}
+
+// store1 stores a send's messages: a half message for the transaction
+// service, a delayed one in its schedule or timer queue, the others as
+// they are.
+func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, qid int32) *protocol.Command {
 	if len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties) {
 		if err := b.validateTimer(msgs[0]); err != nil {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)

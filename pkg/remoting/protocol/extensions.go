@@ -37,7 +37,7 @@ const (
 // TideExtensions lists every extension a Tide broker serves with
 // tideExtensions=true, in the order RuntimeTideExtensions carries them.
 func TideExtensions() []string {
-	return []string{ExtTimers, ExtTimerRecall, ExtHalfMessages, ExtHAStatus}
+	return []string{ExtTimers, ExtTimerRecall, ExtHalfMessages, ExtHAStatus, ExtIdempotentSend}
 }
 
 // ParseExtensions splits a RuntimeTideExtensions value; empty gives none.
