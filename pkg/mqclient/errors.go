@@ -30,4 +30,14 @@ var (
 	ErrSendFailed = errors.New("mqclient: send failed")
 	// ErrNotSupported: the broker answered REQUEST_CODE_NOT_SUPPORTED.
 	ErrNotSupported = errors.New("mqclient: not supported by broker")
+	// ErrProducerFenced: a newer instance of this stable producer
+	// (WithStableProducerID) started; the broker refuses this one's sends
+	// (TIDE_PRODUCER_FENCED). Permanent: every later send fails too.
+	ErrProducerFenced = errors.New("mqclient: producer fenced by a newer instance")
+	// ErrSequenceOutOfOrder: the broker no longer remembers the sequence
+	// of a retried send (TIDE_SEQUENCE_OUT_OF_ORDER: more than its window
+	// of newer sends of this producer were stored on the queue meanwhile),
+	// so it could not tell a retry from a new message and stored nothing.
+	// An earlier attempt may have stored the message.
+	ErrSequenceOutOfOrder = errors.New("mqclient: send sequence out of the broker's window")
 )

@@ -36,6 +36,9 @@ type BrokerFeatures struct {
 	HalfMessages bool
 	// HAStatus: Admin.HAStatus is answered (Tide only).
 	HAStatus bool
+	// IdempotentSend: the broker stores a producer's retried message once
+	// (Tide only; idempotence.go).
+	IdempotentSend bool
 }
 
 // Has reports whether the broker serves the Tide extension ext.
@@ -67,6 +70,7 @@ func featuresOf(addr string, kv map[string]string) BrokerFeatures {
 	f.TimerRecall = f.Has(protocol.ExtTimerRecall)
 	f.HalfMessages = f.Has(protocol.ExtHalfMessages)
 	f.HAStatus = f.Has(protocol.ExtHAStatus)
+	f.IdempotentSend = f.Has(protocol.ExtIdempotentSend)
 	return f
 }
 

@@ -30,7 +30,7 @@ func TestMasterFeatures(t *testing.T) {
 				t.Fatalf("MasterFeatures = %+v", fs)
 			}
 			f := fs[0]
-			if f.Timers != on || f.TimerRecall != on || f.HalfMessages != on || f.HAStatus != on || f.Major() != 4 {
+			if f.Timers != on || f.TimerRecall != on || f.HalfMessages != on || f.HAStatus != on || f.IdempotentSend != on || f.Major() != 4 {
 				t.Fatalf("features with extensions %v: %+v", on, f)
 			}
 			if on && !slices.Equal(f.Extensions, protocol.TideExtensions()) {

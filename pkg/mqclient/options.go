@@ -72,6 +72,8 @@ type settings struct {
 	interceptors   []SendInterceptor
 	faultIsolation bool
 	autoCreate     bool
+	idempotence    bool   // idempotence.go
+	stableInstance string // WithStableProducerID
 
 	// consumer
 	model             MessageModel
@@ -111,6 +113,7 @@ func defaultSettings() settings {
 		maxMessageSize: 4 << 20,
 		faultIsolation: true,
 		autoCreate:     true,
+		idempotence:    true,
 
 		model:             Clustering,
 		from:              ConsumeFromLast,
@@ -265,6 +268,25 @@ func WithMaxMessageSize(n int) Option { return func(s *settings) { s.maxMessageS
 // (see SendInterceptor). Producer.
 func WithSendInterceptors(is ...SendInterceptor) Option {
 	return func(s *settings) { s.interceptors = append(s.interceptors, is...) }
+}
+
+// WithIdempotence switches idempotent sends (default on; see
+// idempotence.go and docs/broker.md "Idempotent sends"): the producer
+// stamps every message with a producer id, epoch and per-queue sequence,
+// and a Tide broker stores a retried message only once. Against a broker
+// without the feature (Apache RocketMQ, or a Tide broker with
+// tideExtensions=false) the producer sends plain messages either way.
+func WithIdempotence(on bool) Option { return func(s *settings) { s.idempotence = on } }
+
+// WithStableProducerID makes the producer's id stable: derived from its
+// producer group and instance, the same after a restart, with a new epoch
+// each time. Starting the producer again fences the previous instance: a
+// broker refuses its sends with ErrProducerFenced from the moment the new
+// one obtained its id. Give each replica of an application its own stable
+// instance (for example its pod name); two live producers with the same
+// group and instance fence each other.
+func WithStableProducerID(instance string) Option {
+	return func(s *settings) { s.stableInstance = instance }
 }
 
 // WithFaultIsolation switches broker failure isolation: a broker that

@@ -42,8 +42,11 @@ type SendInterceptor interface {
 // Start, then send; Shutdown ends it. Sends block until the broker answers
 // (SendOneway: until the request is written) or their context is done;
 // each attempt is also bounded by WithSendTimeout. A send that times out
-// may still have been stored: with retries, a message can therefore be
-// stored twice. Consumers must be idempotent (RocketMQ is at-least-once).
+// may still have been stored. A Tide broker recognises a retry into the
+// same queue (idempotent sends, on by default, idempotence.go) and stores
+// the message once; with Apache RocketMQ, or a retry that had to move to
+// another queue, a message can be stored twice. Consumers must be
+// idempotent (RocketMQ is at-least-once).
 type Producer struct {
 	s     settings
 	c     *core
@@ -54,6 +57,8 @@ type Producer struct {
 	asyncSem chan struct{}
 
 	checker TransactionChecker // set by NewTransactionProducer
+
+	idem *idempotence // nil with WithIdempotence(false)
 }
 
 const (
@@ -78,6 +83,9 @@ func NewProducer(opts ...Option) (*Producer, error) {
 	}
 	p.c = newCore(s)
 	p.c.heartbeat = p.heartbeatData
+	if s.idempotence {
+		p.idem = newIdempotence()
+	}
 	return p, nil
 }
 
@@ -152,6 +160,18 @@ type outgoing struct {
 	queue     *Queue
 	deliverAt time.Time
 	msg       *Message // for the selector
+
+	// idempotent sends (idempotence.go)
+	items   []batchItem // a batch's messages, to stamp each
+	stamp   *stamp      // the last attempt's stamp
+	stamped []byte      // the batch body encoded with stamp
+}
+
+// batchItem is one message of a batch before encoding.
+type batchItem struct {
+	flag  int32
+	body  []byte
+	props map[string]string
 }
 
 func (p *Producer) encode(msg *Message) (*outgoing, error) {
@@ -174,6 +194,7 @@ func (p *Producer) encode(msg *Message) (*outgoing, error) {
 		sharded: msg.ShardingKey != "", deliverAt: msg.DeliverAt, msg: msg}
 	o.msgID = p.c.ids.Next()
 	o.props[protocol.PropUniqKey] = o.msgID
+	delete(o.props, protocol.PropProducerStamp) // copied from a consumed message: only the producer stamps
 	if p.s.compressOver > 0 && len(msg.Body) >= p.s.compressOver {
 		o.body = deflate(msg.Body)
 		o.sysFlag |= protocol.SysFlagCompressed
@@ -333,6 +354,7 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 	}
 	items := make([]protocol.BatchItem, 0, len(msgs))
 	ids := make([]string, 0, len(msgs))
+	var raw []batchItem
 	for i, m := range msgs {
 		switch {
 		case m == nil:
@@ -347,8 +369,12 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 		props := m.properties()
 		id := p.c.ids.Next()
 		props[protocol.PropUniqKey] = id
+		delete(props, protocol.PropProducerStamp)
 		ids = append(ids, id)
 		items = append(items, protocol.BatchItem{Flag: m.Flag, Body: m.Body, Properties: protocol.EncodeProperties(props)})
+		if p.idem != nil {
+			raw = append(raw, batchItem{flag: m.Flag, body: m.Body, props: props})
+		}
 	}
 	body, err := protocol.AppendBatch(nil, items)
 	if err != nil {
@@ -357,7 +383,7 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 	if len(body) > p.s.maxMessageSize {
 		return nil, fmt.Errorf("%w: batch of %d bytes exceeds %d", ErrInvalidMessage, len(body), p.s.maxMessageSize)
 	}
-	return &outgoing{topic: topic, body: body, props: map[string]string{}, batch: true,
+	return &outgoing{topic: topic, body: body, props: map[string]string{}, batch: true, items: raw,
 		msgID: strings.Join(ids, ","), sharded: msgs[0].ShardingKey != "", msg: msgs[0]}, nil
 }
 
@@ -445,6 +471,9 @@ func staleRoute(err error) bool {
 func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendResult, error) {
 	var lastErr error
 	lastBroker := ""
+	// an attempt whose outcome is unknown pins the retries to its queue,
+	// where the stamp's sequence recognises them (idempotence.go)
+	var pinned *Queue
 	for attempt := 0; attempt <= p.s.retries; attempt++ {
 		if attempt > 0 && ctx.Err() != nil {
 			break
@@ -470,6 +499,9 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			}
 		}
 		q := p.pick(o, r, lastBroker)
+		if pinned != nil {
+			q = *pinned
+		}
 		addr, err := p.c.masterAddr(ctx, q.BrokerName, o.topic)
 		if err != nil {
 			lastErr, lastBroker = err, q.BrokerName
@@ -484,6 +516,12 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			return res, nil
 		}
 		lastErr, lastBroker = err, q.BrokerName
+		switch {
+		case o.stamp != nil && o.stamp.q == q && outcomeUnknown(err):
+			pinned = &q
+		case errors.Is(err, remoting.ErrDial):
+			pinned = nil // the broker is gone: another queue, a new sequence there
+		}
 		if staleRoute(err) {
 			p.c.refreshRoute(ctx, o.topic)
 		}
@@ -496,6 +534,17 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 }
 
 func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoing, oneway bool) (*SendResult, error) {
+	if _, err := p.stampFor(ctx, addr, q, o); err != nil {
+		return nil, err
+	}
+	props := protocol.EncodeProperties(o.props) // a batch's header: its items carry the stamps
+	if !o.batch {
+		props = o.wireProps()
+	}
+	body, err := o.wireBody()
+	if err != nil {
+		return nil, err
+	}
 	h := protocol.SendMessageRequestHeader{
 		ProducerGroup:         p.s.producerGroup,
 		Topic:                 o.topic,
@@ -505,7 +554,7 @@ func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoi
 		SysFlag:               o.sysFlag,
 		BornTimestamp:         time.Now().UnixMilli(),
 		Flag:                  o.flag,
-		Properties:            protocol.EncodeProperties(o.props),
+		Properties:            props,
 		MaxReconsumeTimes:     -1,
 		Batch:                 o.batch,
 	}
@@ -513,7 +562,7 @@ func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoi
 	if o.batch {
 		code = protocol.SendBatchMessage
 	}
-	req := protocol.NewRequest(code, h.V2().Encode(), o.body)
+	req := protocol.NewRequest(code, h.V2().Encode(), body)
 	if oneway {
 		cctx, cancel := context.WithTimeout(ctx, p.s.sendTimeout)
 		defer cancel()
@@ -533,6 +582,10 @@ func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoi
 		st = SendFlushSlaveTimeout
 	case protocol.SlaveNotAvailable:
 		st = SendSlaveNotAvailable
+	case protocol.TideProducerFenced:
+		return nil, p.fence(fmt.Errorf("mqclient: send to %s: %w", addr, resp.Err()))
+	case protocol.TideSequenceOutOfOrder:
+		return nil, fmt.Errorf("%w: send to %s: %w", ErrSequenceOutOfOrder, addr, resp.Err())
 	default:
 		return nil, fmt.Errorf("mqclient: send to %s: %w", addr, resp.Err())
 	}

@@ -72,6 +72,11 @@
 //   - a late END_TRANSACTION contradicting the check's decision, or a
 //     duplicate one: ignored by the broker (first decision wins), and the
 //     fence agrees with the first decision.
+//   - the half message's answer lost (timeout, broker restart): the
+//     producer retries it into the same queue, and a Tide broker stores it
+//     once (mqclient's idempotent sends, on by default here as in every
+//     mqclient producer; TestSendsAreIdempotent). Apache RocketMQ has no
+//     such check: there a retried half message can be stored twice.
 //
 // # What the user must do
 //

@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 	"github.com/tidemq/tide/pkg/tidetest"
 	"gorm.io/gorm"
 )
@@ -409,5 +411,28 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 	e.invariant(t, warm, "pay-6")
 	if st, _ := s.Status(context.Background(), "pay-6"); st != StatusRolledBack {
 		t.Fatalf("fence %q", st)
+	}
+}
+
+// TestSendsAreIdempotent: the Sender's producer stamps its messages for
+// idempotent sends by default (mqclient's default), so a retried half
+// message is stored once by a Tide broker; against a broker without the
+// extension it sends plain messages.
+func TestSendsAreIdempotent(t *testing.T) {
+	e := startEnv(t)
+	s := e.sender(t, nil)
+	if _, err := s.Send(context.Background(), e.msg("stamped"), "stamp-1", pay("stamp-1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.invariant(t, "stamp-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := e.Admin.QueryByKey(ctx, e.topic, "stamp-1", 8, time.UnixMilli(0), time.Now().Add(time.Hour))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("query: %d messages, %v", len(ms), err)
+	}
+	_, stamped := ms[0].Properties[protocol.PropProducerStamp]
+	if want := brokertest.Extensions(); stamped != want {
+		t.Errorf("committed message stamped=%v (%q), want %v (tide extensions on)", stamped, ms[0].Properties[protocol.PropProducerStamp], want)
 	}
 }

@@ -1,0 +1,249 @@
+package mqclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/tidetest"
+)
+
+// stored returns how many messages the topic's queues hold.
+func (e *env) stored(t *testing.T, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := e.Admin.TopicStats(ctx, e.Broker.Addr(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, o := range st.OffsetTable {
+		n += o.MaxOffset - o.MinOffset
+	}
+	return n
+}
+
+// view returns the stored message of a send result.
+func (e *env) view(t *testing.T, offsetMsgID string) *mqclient.MessageExt {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := e.Admin.ViewMessage(ctx, offsetMsgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestIdempotentProducerStamps(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []bool{true, false} {
+		t.Run("tideExtensions="+strconv.FormatBool(ext), func(t *testing.T) {
+			t.Parallel()
+			e := startEnv(t, func(o *broker.Options) { o.TideExtensions = ext })
+			topic := e.Topic(t, 2)
+			p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("idem")))
+			ctx := context.Background()
+			// a stamp copied from a consumed message is never sent on
+			msg := &mqclient.Message{Topic: topic, Body: []byte("one"), Properties: map[string]string{protocol.PropProducerStamp: "1:1:1"}}
+			q := mqclient.Queue{Topic: topic, BrokerName: "broker-a", QueueID: 1}
+			var stamps []string
+			for range 2 {
+				res, err := p.SendTo(ctx, msg, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stamps = append(stamps, e.view(t, res.OffsetMsgID).Properties[protocol.PropProducerStamp])
+			}
+			batch := []*mqclient.Message{{Topic: topic, Body: []byte("b0")}, {Topic: topic, Body: []byte("b1")}}
+			res, err := p.SendBatch(ctx, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range splitIDs(res.OffsetMsgID) {
+				stamps = append(stamps, e.view(t, id).Properties[protocol.PropProducerStamp])
+			}
+			if !ext {
+				for i, s := range stamps {
+					if s != "" {
+						t.Errorf("message %d stamped %q by a producer talking to a RocketMQ 4.9 broker", i, s)
+					}
+				}
+				return
+			}
+			var parsed []protocol.ProducerStamp
+			for _, s := range stamps {
+				st, err := protocol.ParseProducerStamp(s)
+				if err != nil {
+					t.Fatalf("stamps %q: %v", stamps, err)
+				}
+				parsed = append(parsed, st)
+			}
+			if parsed[0].Sequence != 0 || parsed[1].Sequence != 1 || parsed[0].ProducerID == 1 {
+				t.Errorf("queue 1 stamps %q", stamps[:2])
+			}
+			if parsed[3].Sequence != parsed[2].Sequence+1 || parsed[2].ProducerID != parsed[0].ProducerID {
+				t.Errorf("batch stamps %q", stamps[2:])
+			}
+		})
+	}
+}
+
+func splitIDs(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func TestIdempotentProducerFencing(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t)
+	topic := e.Topic(t, 1)
+	group := tidetest.Name("fence")
+	ctx := context.Background()
+	zombie := e.Producer(t, mqclient.WithProducerGroup(group), mqclient.WithStableProducerID("orders-0"))
+	if _, err := zombie.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("before")}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.Producer(t, mqclient.WithProducerGroup(group), mqclient.WithStableProducerID("orders-0"))
+	if _, err := fresh.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("new instance")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		_, err := zombie.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("zombie")})
+		if !errors.Is(err, mqclient.ErrProducerFenced) {
+			t.Fatalf("zombie send %d: %v, want ErrProducerFenced", i, err)
+		}
+	}
+	if _, err := fresh.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("still fine")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.stored(t, topic); n != 3 {
+		t.Errorf("stored %d messages, want 3 (the zombie's refused)", n)
+	}
+}
+
+// lossyEnv is a broker whose client port is reached through a proxy that
+// drops send answers: the broker advertises 127.0.0.2:port, listens on
+// 127.0.0.1:port, and the proxy joins the two.
+func lossyEnv(t *testing.T, rate float64) (*env, *tidetest.DropProxy) {
+	t.Helper()
+	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err != nil {
+		t.Skipf("no 127.0.0.2 loopback address: %v", err)
+	} else {
+		ln.Close()
+	}
+	e := startEnv(t, func(o *broker.Options) { o.BrokerIP1 = "127.0.0.2" })
+	_, port, _ := net.SplitHostPort(e.Broker.Addr())
+	px := tidetest.StartDropProxy(t, e.Broker.Addr(), net.JoinHostPort("127.0.0.1", port), rate, 23)
+	return e, px
+}
+
+// sendAll sends n messages from workers goroutines and returns how many
+// the producer reported sent.
+func sendAll(t *testing.T, n, workers int, send func(i int) error) int64 {
+	t.Helper()
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := send(i); err != nil {
+					if failed.Add(1) == 1 {
+						t.Logf("send %d failed: %v", i, err)
+					}
+					continue
+				}
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return ok.Load()
+}
+
+// TestNoDuplicatesThroughLossyNetwork sends through a proxy that drops 2%
+// of the send answers. Every dropped answer makes the producer retry a
+// message the broker stored. With idempotent sends the store holds each
+// message once; the official client (no stamps) stores the retries again.
+func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
+	t.Parallel()
+	n := 10000
+	if testing.Short() {
+		n = 2000
+	}
+	const rate = 0.02
+	e, px := lossyEnv(t, rate)
+	topic := e.Topic(t, 4)
+	ctx := context.Background()
+	p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("lossy")), mqclient.WithSendTimeout(300*time.Millisecond), mqclient.WithRetries(5))
+	sent := sendAll(t, n, 16, func(i int) error {
+		_, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("m" + strconv.Itoa(i))})
+		return err
+	})
+	dropped := px.Dropped()
+	tidetest.WaitFor(t, 10*time.Second, "dispatch of every stored message", func() bool { return e.stored(t, topic) >= sent })
+	stored := e.stored(t, topic)
+	t.Logf("mqclient (idempotent): %d sends, %d reported sent, %d answers dropped, %d stored, %d duplicates", n, sent, dropped, stored, stored-sent)
+	if dropped == 0 {
+		t.Fatal("the proxy dropped no answer: the test proves nothing")
+	}
+	if sent != int64(n) {
+		t.Errorf("%d of %d sends failed", int64(n)-sent, n)
+	}
+	if stored != sent {
+		t.Errorf("stored %d messages for %d sends: %d duplicates", stored, sent, stored-sent)
+	}
+
+	// the official client through the same proxy
+	official := 2000
+	otopic := e.Topic(t, 4)
+	op, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.NameServer})),
+		producer.WithGroupName(tidetest.Name("lossy-official")), producer.WithInstanceName(tidetest.Name("i")),
+		producer.WithRetry(5), producer.WithSendMsgTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Shutdown()
+	before := px.Dropped()
+	osent := sendAll(t, official, 16, func(i int) error {
+		res, err := op.SendSync(ctx, primitive.NewMessage(otopic, []byte("o"+strconv.Itoa(i))))
+		if err == nil && res.Status != primitive.SendOK {
+			return fmt.Errorf("status %v", res.Status)
+		}
+		return err
+	})
+	odropped := px.Dropped() - before
+	tidetest.WaitFor(t, 10*time.Second, "dispatch of the official client's messages", func() bool { return e.stored(t, otopic) >= osent })
+	ostored := e.stored(t, otopic)
+	t.Logf("official client v2.1.2: %d sends, %d reported sent, %d answers dropped, %d stored, %d duplicates", official, osent, odropped, ostored, ostored-osent)
+	if odropped > 0 && ostored <= osent {
+		t.Errorf("the official client stored no duplicate although %d answers were dropped", odropped)
+	}
+}
