@@ -27,9 +27,9 @@ import (
 // attempt was stored after all (its answer was lost), the message is then
 // stored in both queues. To avoid that, once an attempt's outcome is
 // unknown (timeout, connection closed after the request was written), the
-// producer keeps retrying that queue; it moves to another queue (and risks
-// the duplicate) only when the broker cannot be reached at all or refuses
-// the send for a reason that means nothing was stored.
+// producer keeps retrying that queue; it moves to another broker's queue
+// (and risks the duplicate) only when its broker cannot be reached at all
+// (dial refused) and the topic has queues on another broker.
 //
 // A broker without the feature (Apache RocketMQ, or a Tide broker with
 // tideExtensions=false) answers TideInitProducerID
@@ -154,6 +154,18 @@ func (p *Producer) fence(err error) error {
 	p.idem.mu.Unlock()
 	p.s.logger.Error("mqclient: producer fenced by a newer instance; it sends nothing any more", "group", p.s.producerGroup, "instance", p.s.stableInstance, "err", err)
 	return f
+}
+
+// otherBroker reports whether qs has a queue of a broker other than name:
+// a pinned send leaves its broker only for another one (another queue of
+// the same broker would gain nothing and risk a duplicate).
+func otherBroker(qs []Queue, name string) bool {
+	for _, q := range qs {
+		if q.BrokerName != name {
+			return true
+		}
+	}
+	return false
 }
 
 // outcomeUnknown reports whether a failed attempt may have been stored:

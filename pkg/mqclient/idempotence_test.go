@@ -16,6 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/tidemq/tide/broker"
+	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 	"github.com/tidemq/tide/pkg/tidetest"
@@ -245,5 +246,130 @@ func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
 	t.Logf("official client v2.1.2: %d sends, %d reported sent, %d answers dropped, %d stored, %d duplicates", official, osent, odropped, ostored, ostored-osent)
 	if odropped > 0 && ostored <= osent {
 		t.Errorf("the official client stored no duplicate although %d answers were dropped", odropped)
+	}
+}
+
+// storedBodies reads every message of topic and counts its bodies.
+func (e *env) storedBodies(t *testing.T, topic string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pc, err := mqclient.NewPullConsumer(tidetest.Name("read"), e.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Shutdown(context.Background())
+	qs, err := pc.Queues(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[string]int{}
+	for _, q := range qs {
+		for off := int64(0); ; {
+			res, err := pc.Pull(ctx, q, "*", off, 32, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range res.Messages {
+				bodies[string(m.Body)]++
+			}
+			if res.Status != mqclient.PullFound && res.Status != mqclient.PullOffsetIllegal {
+				break
+			}
+			off = res.NextOffset
+		}
+	}
+	return bodies
+}
+
+// TestNoDuplicatesAcrossBrokerRestart restarts the broker while 8
+// producers' sends are in flight and 5% of the send answers are dropped:
+// no message is stored twice, and every send reported successful is
+// stored (sends that failed during the restart may or may not be).
+func TestNoDuplicatesAcrossBrokerRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var port string
+	opts := func(o *broker.Options) {
+		o.Store.StorePathRootDir = dir
+		o.BrokerIP1 = "127.0.0.2"
+		if port != "" {
+			o.ListenPort, _ = strconv.Atoi(port)
+		}
+	}
+	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err != nil {
+		t.Skipf("no 127.0.0.2 loopback address: %v", err)
+	} else {
+		ln.Close()
+	}
+	e := startEnv(t, opts)
+	_, port, _ = net.SplitHostPort(e.Broker.Addr())
+	px := tidetest.StartDropProxy(t, e.Broker.Addr(), net.JoinHostPort("127.0.0.1", port), 0.05, 11)
+	topic := e.Topic(t, 2)
+	p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("restart")), mqclient.WithSendTimeout(300*time.Millisecond), mqclient.WithRetries(5))
+
+	var (
+		ok, failed atomic.Int64
+		okBodies   sync.Map
+		next       atomic.Int64
+		stop       = make(chan struct{})
+		wg         sync.WaitGroup
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := "r" + strconv.FormatInt(next.Add(1), 10)
+				if _, err := p.Send(context.Background(), &mqclient.Message{Topic: topic, Body: []byte(body)}); err != nil {
+					failed.Add(1)
+					continue
+				}
+				okBodies.Store(body, true)
+				ok.Add(1)
+			}
+		}()
+	}
+	tidetest.WaitFor(t, 60*time.Second, "1000 sends before the restart", func() bool { return ok.Load() >= 1000 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := e.Broker.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	before := ok.Load()
+	e.Broker = brokertest.Start(t, e.NameServer, opts)
+	tidetest.WaitFor(t, 60*time.Second, "1000 sends after the restart", func() bool { return ok.Load() >= before+1000 })
+	close(stop)
+	wg.Wait()
+
+	tidetest.WaitFor(t, 10*time.Second, "dispatch", func() bool { return e.stored(t, topic) >= ok.Load() })
+	bodies := e.storedBodies(t, topic)
+	dups, missing := 0, 0
+	for _, n := range bodies {
+		if n > 1 {
+			dups += n - 1
+		}
+	}
+	okBodies.Range(func(k, _ any) bool {
+		if bodies[k.(string)] == 0 {
+			missing++
+		}
+		return true
+	})
+	t.Logf("restart: %d sends OK, %d failed, %d answers dropped, %d distinct bodies stored, %d duplicates, %d OK sends missing",
+		ok.Load(), failed.Load(), px.Dropped(), len(bodies), dups, missing)
+	if px.Dropped() == 0 {
+		t.Error("the proxy dropped no answer")
+	}
+	if dups != 0 || missing != 0 {
+		t.Errorf("%d duplicates, %d acknowledged messages missing", dups, missing)
 	}
 }

@@ -519,8 +519,8 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 		switch {
 		case o.stamp != nil && o.stamp.q == q && outcomeUnknown(err):
 			pinned = &q
-		case errors.Is(err, remoting.ErrDial):
-			pinned = nil // the broker is gone: another queue, a new sequence there
+		case errors.Is(err, remoting.ErrDial) && otherBroker(r.pub, q.BrokerName):
+			pinned = nil // the broker is gone: another broker's queue, a new sequence there
 		}
 		if staleRoute(err) {
 			p.c.refreshRoute(ctx, o.topic)
