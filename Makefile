@@ -68,7 +68,7 @@ bench: ## run the Go benchmarks of the codec, transport and store
 	@for m in pkg/remoting broker; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
 .PHONY: bench-compare
-bench-compare: ## compare Tide with NATS JetStream and Redis Streams on loopback, write docs/benchmarks/ (QUICK=1: ~3.5 min; full ~13 min; not CI)
+bench-compare: ## compare Tide (with pkg/mqclient and with the official client) with NATS JetStream and Redis Streams on loopback, write docs/benchmarks/ (QUICK=1: ~4.5 min; full ~16 min; not CI)
 	@scripts/bench-compare.sh $(if $(QUICK),--quick)
 
 .PHONY: generate

@@ -8,7 +8,9 @@
 #   scripts/bench-compare.sh --quick    # development run (~4 min, noisier)
 #
 # Options: --quick, --out DIR (default docs/benchmarks), --targets "LIST"
-# (default: tide-async nats-async redis-async tide-sync nats-sync redis-sync),
+# (default: tide-async tide-official-async nats-async redis-async tide-sync
+# tide-official-sync nats-sync redis-sync; tide-official is the same broker
+# driven by the official Go client rocketmq-client-go v2.1.2),
 # --no-install (fail instead of apt-get/go install), --no-scale (skip the
 # 8 -> 1000 topics and 1 -> 10,000 idle connections runs). Needs: Go, root or
 # the Debian packages nats-server redis-server gnuplot-nox already
@@ -26,7 +28,7 @@ NATS_VERSION=${NATS_VERSION:-v2.15.3}
 QUICK=0
 SCALE=1
 OUT=docs/benchmarks
-TARGETS="tide-async nats-async redis-async tide-sync nats-sync redis-sync"
+TARGETS="tide-async tide-official-async nats-async redis-async tide-sync tide-official-sync nats-sync redis-sync"
 INSTALL=1
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--targets) TARGETS=$2; shift ;;
 	--no-install) INSTALL=0 ;;
 	--no-scale) SCALE=0 ;;
-	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) echo "bench-compare: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -214,10 +216,10 @@ bench() {
 }
 
 for t in $TARGETS; do
-	KIND=${t%-*} CLASS=${t#*-}
+	KIND=${t%-*} CLASS=${t##*-}
 	case $t in
-	tide-async) start_tide ASYNC_FLUSH; LABEL=ASYNC_FLUSH ;;
-	tide-sync) start_tide SYNC_FLUSH; LABEL=SYNC_FLUSH ;;
+	tide-async | tide-official-async) start_tide ASYNC_FLUSH; LABEL=ASYNC_FLUSH ;;
+	tide-sync | tide-official-sync) start_tide SYNC_FLUSH; LABEL=SYNC_FLUSH ;;
 	nats-async) start_nats async; LABEL="file storage, default sync (2 min)" ;;
 	nats-sync) start_nats sync; LABEL="file storage, sync_interval: always" ;;
 	redis-async) start_redis async; LABEL="appendfsync everysec" ;;

@@ -48,7 +48,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("mqbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.Target, "target", "tide", "broker kind: `tide`, nats or redis")
+	fs.StringVar(&c.Target, "target", "tide", "broker kind: `tide`, tide-official (a Tide or RocketMQ broker driven by the official Go client), nats or redis")
 	fs.StringVar(&c.Addr, "addr", "", "tide: NameServer host:port (default 127.0.0.1:9876); nats: URL (default nats://127.0.0.1:4222); redis: host:port (default 127.0.0.1:6379)")
 	fs.StringVar(&c.Mode, "mode", "produce", "`mode`: produce, consume, backlog (preload -count, then time the drain) or e2e (produce + consume, end-to-end latency)")
 	fs.StringVar(&c.Send, "send", "async", "send `kind`: sync, async, oneway or batch")
@@ -82,7 +82,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if c.Addr == "" {
-		c.Addr = map[string]string{"tide": "127.0.0.1:9876", "nats": "nats://127.0.0.1:4222", "redis": "127.0.0.1:6379"}[c.Target]
+		c.Addr = map[string]string{"tide": "127.0.0.1:9876", "tide-official": "127.0.0.1:9876", "nats": "nats://127.0.0.1:4222", "redis": "127.0.0.1:6379"}[c.Target]
 	}
 	if c.Prefix == "" {
 		c.Prefix = fmt.Sprintf("mqbench-%d", time.Now().UnixNano()/1e6)

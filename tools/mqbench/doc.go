@@ -4,9 +4,13 @@
 // batch) at a target or maximum rate, consumers alongside (end-to-end
 // latency) or draining a backlog, a progress line every second and a
 // summary with msgs/s, MB/s and HdrHistogram latency percentiles, as text
-// and JSON. Each peer is driven with its own official Go client.
+// and JSON. Each peer is driven with its own official Go client; Tide
+// also with the official RocketMQ Go client (-target tide-official,
+// rocketmq-client-go v2.1.2), so a report shows the broker's cost with a
+// client Tide does not control.
 //
 //	mqbench -target tide -addr 127.0.0.1:9876 -mode produce -send async -inflight 64 -duration 10s
+//	mqbench -target tide-official -addr 127.0.0.1:9876 -mode produce -send async -inflight 256
 //	mqbench -target nats -addr nats://127.0.0.1:4222 -mode backlog -count 1000000
 //	mqbench -target redis -addr 127.0.0.1:6379 -mode e2e -rate 20000
 //	mqbench probe -dir /var/tmp          # disk bandwidth, fsync rate, loopback TCP

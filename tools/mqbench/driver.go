@@ -48,10 +48,12 @@ func openDriver(ctx context.Context, cfg Config) (Driver, error) {
 	switch cfg.Target {
 	case "tide":
 		return openTide(ctx, cfg)
+	case "tide-official":
+		return openOfficial(ctx, cfg)
 	case "nats":
 		return openNATS(ctx, cfg)
 	case "redis":
 		return openRedis(ctx, cfg)
 	}
-	return nil, fmt.Errorf("unknown -target %q (tide, nats, redis)", cfg.Target)
+	return nil, fmt.Errorf("unknown -target %q (tide, tide-official, nats, redis)", cfg.Target)
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // TestSmoke runs every mode against an in-process broker with a few
-// hundred messages: it checks that mqbench works, not how fast.
+// hundred messages, driven by pkg/mqclient and by the official client: it
+// checks that mqbench works, not how fast.
 func TestSmoke(t *testing.T) {
 	ns := nameservertest.Start(t)
 	brokertest.Start(t, ns)
@@ -32,37 +33,41 @@ func TestSmoke(t *testing.T) {
 		{"backlog", []string{"-mode", "backlog", "-count", "500", "-batch", "50", "-queues", "4"}, []string{"preload", "consume"}},
 		{"e2e", []string{"-mode", "e2e", "-send", "async", "-inflight", "8", "-rate", "300", "-duration", "1s", "-warmup", "0s"}, []string{"e2e"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "r.json")
-			args := append([]string{"-target", "tide", "-addr", ns, "-q", "-json", out, "-timeout", "60s"}, tc.args...)
-			var stdout, stderr bytes.Buffer
-			if err := runMain(context.Background(), args, &stdout, &stderr); err != nil {
-				t.Fatalf("mqbench %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-			}
-			r, err := readResult(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Phases) != len(tc.want) {
-				t.Fatalf("phases %+v, want %v", r.Phases, tc.want)
-			}
-			for i, name := range tc.want {
-				p := r.Phases[i]
-				if p.Name != name || p.Messages <= 0 || p.MsgsPerSec <= 0 || p.Errors != 0 {
-					t.Errorf("phase %d = %+v, want %s with messages and no errors", i, p, name)
-				}
-			}
-			if c := r.Config.Count; c > 0 && tc.name != "backlog" && r.Phases[0].Messages != c {
-				t.Errorf("%d messages measured, want %d", r.Phases[0].Messages, c)
-			}
-			if tc.name == "e2e" && (r.Phases[0].E2E == nil || r.Phases[0].E2E.Count == 0) {
-				t.Errorf("no end-to-end latency: %+v", r.Phases[0])
-			}
-			if !strings.Contains(stdout.String(), "msgs/s") {
-				t.Errorf("text summary missing: %q", stdout.String())
-			}
-		})
+	for _, target := range []string{"tide", "tide-official"} {
+		for _, tc := range tests {
+			t.Run(target+"/"+tc.name, func(t *testing.T) { smoke(t, target, ns, tc.name, tc.args, tc.want) })
+		}
+	}
+}
+
+func smoke(t *testing.T, target, ns, mode string, extra, want []string) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	args := append([]string{"-target", target, "-addr", ns, "-q", "-json", out, "-timeout", "60s"}, extra...)
+	var stdout, stderr bytes.Buffer
+	if err := runMain(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("mqbench %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	r, err := readResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != len(want) {
+		t.Fatalf("phases %+v, want %v", r.Phases, want)
+	}
+	for i, name := range want {
+		p := r.Phases[i]
+		if p.Name != name || p.Messages <= 0 || p.MsgsPerSec <= 0 || p.Errors != 0 {
+			t.Errorf("phase %d = %+v, want %s with messages and no errors", i, p, name)
+		}
+	}
+	if c := r.Config.Count; c > 0 && mode != "backlog" && r.Phases[0].Messages != c {
+		t.Errorf("%d messages measured, want %d", r.Phases[0].Messages, c)
+	}
+	if mode == "e2e" && (r.Phases[0].E2E == nil || r.Phases[0].E2E.Count == 0) {
+		t.Errorf("no end-to-end latency: %+v", r.Phases[0])
+	}
+	if !strings.Contains(stdout.String(), "msgs/s") {
+		t.Errorf("text summary missing: %q", stdout.String())
 	}
 }
 
@@ -109,10 +114,11 @@ func TestReport(t *testing.T) {
 		}
 	}
 	lat := &Latency{Count: 10, P50: 100, P99: 900, P999: 2000, Max: 3000}
-	for _, tg := range []struct{ target, class string }{{"tide", "async"}, {"nats", "async"}, {"tide", "sync"}} {
+	for _, tg := range []struct{ target, class string }{{"tide", "async"}, {"tide-official", "async"}, {"nats", "async"}, {"tide", "sync"}} {
 		for _, wl := range []string{"a", "b"} {
 			write(tg.target+"-"+tg.class+"-"+wl+".json", Result{Target: tg.target, ServerVersion: "v1", ClientVersion: "c1",
-				Phases: []Phase{{Name: "produce", Messages: 100, Seconds: 1, MsgsPerSec: 1000, MBPerSec: 1, Latency: lat}}})
+				Phases:    []Phase{{Name: "produce", Messages: 100, Seconds: 1, MsgsPerSec: 1000, MBPerSec: 1, Latency: lat}},
+				ClientCPU: 0.002, ServerCPU: 0.001, SentTotal: 100})
 		}
 	}
 	write("limits.json", Limits{SeqWriteMBps: 500, FsyncPerSec: 3000, LoopbackMBps: 1400, LimitMsgsPerSe: 488000})
@@ -124,7 +130,8 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"test box", "| (a)", "ours / best peer", "1.00 (nats)", "20x"} {
+	for _, want := range []string{"test box", "| (a)", "ours / best peer", "1.00 (nats)", "20x", "Tide (official client) msgs/s",
+		"broker CPU per message with Tide (official client) <= the NATS server's | 10.0 vs 10.0 us | met"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -152,6 +152,15 @@ func (r *Result) CPUPerMsg() float64 {
 	return (r.ClientCPU + r.ServerCPU) / float64(r.SentTotal) * 1e6
 }
 
+// ServerCPUPerMsg returns the server processes' CPU microseconds per
+// message sent, or 0.
+func (r *Result) ServerCPUPerMsg() float64 {
+	if r.SentTotal == 0 {
+		return 0
+	}
+	return r.ServerCPU / float64(r.SentTotal) * 1e6
+}
+
 // Phase returns the named phase, or nil.
 func (r *Result) Phase(name string) *Phase {
 	for i := range r.Phases {
