@@ -104,7 +104,7 @@ e2e: ## run the end-to-end suite: the whole system in containers (testcontainers
 		$(GO) test -count=1 -timeout 30m -v $(if $(RUN),-run '$(RUN)') ./...
 
 .PHONY: up
-up: ## start the demo stack with docker compose: images built when missing, waits until healthy, prints the URLs
+up: ## start the demo stack with docker compose (controller mode; PROFILE=2m2s: 4.x master/slave): images built when missing, waits until healthy, prints the URLs
 	@deploy/compose/up.sh
 
 .PHONY: down

@@ -6,13 +6,17 @@
 # mariadb client inside the MariaDB container.
 #
 #   scripts/demo.sh [scenario...]     (default: all, in order)
-#   scenarios: happy timeout late crash-after crash-before twice consumer broker redis reconcile console check
+#   scenarios: happy timeout late crash-after crash-before twice consumer broker failover redis reconcile console check
 #
 # Environment: ORDER_HTTP_PORT (8000), INVENTORY_HTTP_PORT (8002),
 # PAYMENT_HTTP_PORT (8003), CONSOLE_PORT (8080), MARIADB_ROOT_PASSWORD
-# (tide-root): the same as deploy/compose/up.sh.
+# (tide-root), BROKER_A_METRICS_PORT (5557), BROKER_A_S_METRICS_PORT (5559),
+# CONTROLLER{1,2,3}_METRICS_PORT (5561-5563): the same as deploy/compose/up.sh.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# stack_mode, group_master, sync_state_set: broker-a's master and
+# SyncStateSet from the brokers' and controllers' metrics
+. "$root/deploy/compose/mode.sh"
 ORDER=http://127.0.0.1:${ORDER_HTTP_PORT:-8000}
 INVENTORY=http://127.0.0.1:${INVENTORY_HTTP_PORT:-8002}
 PAYMENT=http://127.0.0.1:${PAYMENT_HTTP_PORT:-8003}
@@ -135,6 +139,23 @@ accepts_writes() {
 	[ $((SECONDS - start)) -gt 1 ] && say "${D}the system accepts writes again after $((SECONDS - start)) s${N}"
 	return 0
 }
+
+# in_sync SECONDS: waits until broker-a has a master and, in controller
+# mode, a SyncStateSet of 2 (master and in-sync slave) on the controller
+# leader. Returns 1 at the deadline.
+in_sync() {
+	local end=$((SECONDS + $1)) size
+	while :; do
+		if [ -n "$(group_master)" ]; then
+			[ "$(stack_mode)" = masterslave ] && return 0
+			size=$(sync_state_set); size=${size%% *}
+			[ "${size:-0}" -ge 2 ] && return 0
+		fi
+		[ $SECONDS -ge $end ] && return 1
+		sleep 1
+	done
+}
+now_ms() { date +%s%3N; }
 
 happy() {
 	title "1. Happy path: order -> stock reserved -> paid -> sold"
@@ -278,23 +299,32 @@ consumer() {
 
 broker() {
 	title "8. The broker master is killed, then restarted"
-	step "3 orders, then the master is killed right after acknowledging them (inventory stays up: it prices orders)"
+	local m mode ctl
+	mode=$(stack_mode)
+	in_sync 120 || { bad "broker-a has no master with an in-sync slave before the scenario ($(sync_state_set))"; return; }
+	m=$(group_master)
+	step "3 orders, then broker-a's master ($m) is killed right after acknowledging them (inventory stays up: it prices orders)"
 	ids=() refused=0
 	for i in 1 2 3; do
 		if id=$(new_order u-alice p-apple "$i" 120); then ids+=("$id"); else refused=$((refused + 1)); fi
 	done
 	say "${#ids[@]} orders acknowledged (SYNC_MASTER: stored on master and slave), $refused refused: ${ids[*]}"
 	if [ "$refused" -gt 0 ]; then bad "$refused of 3 orders refused with the broker up"; return; fi
-	step "broker-a (master) killed"
-	docker kill "$(cid broker-a)" >/dev/null 2>&1
+	step "$m (master) killed"
+	docker kill "$(cid "$m")" >/dev/null 2>&1
 	sleep 3
 	n=$(sql tide_inventory -e "SELECT COUNT(*) FROM reservations WHERE order_id IN ('${ids[0]}','${ids[1]}','${ids[2]}')")
-	say "with the master down, inventory reserved $n of 3 (ordered consumers need the master's queue locks)"
-	step "broker-a restarted: it recovers its store and registers with the NameServers"
+	if [ "$mode" = controller ]; then
+		say "3 s later inventory has reserved $n of 3; the controllers elect the in-sync slave once $m's heartbeats stop (5 s)"
+		step "$m restarted: it recovers its store and rejoins as a slave of the new master"
+	else
+		say "with the master down, inventory reserved $n of 3 (ordered consumers need the master's queue locks)"
+		step "$m restarted: it recovers its store and registers with the NameServers"
+	fi
 	t0=$SECONDS
-	docker start "$(cid broker-a)" >/dev/null 2>&1
+	docker start "$(cid "$m")" >/dev/null 2>&1
 	accepts_writes 60 || { bad "writes still refused $((SECONDS - t0)) s after the restart"; return; }
-	say "writes accepted again $((SECONDS - t0)) s after the restart (broker-a: $(health broker-a))"
+	say "writes accepted $((SECONDS - t0)) s after the restart ($m: $(health "$m"); broker-a's master: $(group_master))"
 	step "u-alice pays the 3 orders at once (the payment service's transactional messages need the master)"
 	local accepted=0 rejected=0 paid=0 cancelled=0 other=0 sold=0 st
 	for id in "${ids[@]}"; do
@@ -305,7 +335,7 @@ broker() {
 			rejected=$((rejected + 1)); say "order $id: payment refused: HTTP $code $(shown "$resp")"
 		fi
 	done
-	step "the orders become PAID; inventory, back on the master's locks, reserves the waiting OrderCreated events and sells on OrderPaid"
+	step "the orders become PAID; inventory, on the master's queue locks, reserves the waiting OrderCreated events and sells on OrderPaid"
 	for id in "${ids[@]}"; do
 		st=$(wait_status "$id" 60 PAID CANCELLED)
 		case $st in PAID) paid=$((paid + 1)) ;; CANCELLED) cancelled=$((cancelled + 1)) ;; *) other=$((other + 1)) ;; esac
@@ -318,15 +348,129 @@ broker() {
 		sleep 1
 	done
 	say "orders: ${#ids[@]} acknowledged before the crash; payments: $accepted accepted, $rejected refused; orders: $paid PAID, $cancelled CANCELLED, $other unfinished; reservations sold: $sold of 3 ($((SECONDS - t0)) s after the restart)"
-	if [ "$accepted" = 3 ] && [ "$paid" = 3 ] && [ "$sold" = 3 ]; then
-		ok "the 3 orders acknowledged before the crash were paid, PAID and their stock sold: nothing lost"
-	else
+	if [ "$accepted" != 3 ] || [ "$paid" != 3 ] || [ "$sold" != 3 ]; then
 		bad "expected 3 payments accepted, 3 PAID, 3 reservations sold"
+		return
+	fi
+	if [ "$mode" = controller ]; then
+		step "$m back in broker-a's SyncStateSet (caught up with the new master)"
+		in_sync 180 || { bad "$m did not rejoin the SyncStateSet within 180 s of the restart+writes ($(sync_state_set))"; return; }
+		ctl=$(sync_state_set)
+		say "SyncStateSet of ${ctl%% *}, master epoch ${ctl#* }, master $(group_master); $((SECONDS - t0)) s after the restart"
+	fi
+	ok "the 3 orders acknowledged before the crash were paid, PAID and their stock sold: nothing lost"
+}
+
+# failover (controller mode): u-bob orders a pear and pays it, again and
+# again, while broker-a's master is killed. Every request is logged with
+# its start and end (ms) and its HTTP status by a background loop.
+failover_flow() {
+	local stop=$1 log=$2 t0 id total
+	while [ ! -e "$stop" ]; do
+		t0=$(now_ms)
+		api POST "$ORDER/v1/orders" '{"user_id":"u-bob","items":[{"product_id":"p-pear","quantity":1}]}'
+		if [ "$code" != 200 ]; then
+			echo "order $t0 $(now_ms) $code - $(jq -r '.reason // empty' <<<"$resp" 2>/dev/null | head -c 60)"
+			sleep 0.3
+			continue
+		fi
+		id=$(jq -r .order.id <<<"$resp") total=$(jq -r .order.totalAmount <<<"$resp")
+		echo "order $t0 $(now_ms) 200 $id"
+		t0=$(now_ms)
+		pay "$(key failover)" "$id" u-bob "$total"
+		echo "pay $t0 $(now_ms) $code $id $(jq -r '.payment.status // .reason // empty' <<<"$resp" 2>/dev/null | head -c 60)"
+	done >>"$log"
+}
+
+failover() {
+	title "9. broker-a's master is killed while orders and payments flow (controller mode)"
+	if [ "$(stack_mode)" != controller ]; then
+		skip "the stack runs RocketMQ 4.x master/slave (PROFILE=2m2s): no automatic failover there (scenario broker restarts the master by hand)"
+		return
+	fi
+	local m before after new_master log stop flow_pid t_kill end t_order='' t_pay='' n_o n_p n_ob n_pb
+	in_sync 180 || { bad "broker-a has no master with an in-sync slave: killing it now would stop writes until it returns ($(sync_state_set))"; return; }
+	m=$(group_master) before=$(sync_state_set)
+	step "broker-a: master $m, SyncStateSet of ${before%% *} (master and in-sync slave), master epoch ${before#* }"
+	log=$(mktemp) stop=$(mktemp -u)
+	step "u-bob orders a pear and pays it, in a loop (each request logged with its HTTP status)"
+	failover_flow "$stop" "$log" &
+	flow_pid=$!
+	sleep 5
+	say "$(grep -c '^order .* 200 ' "$log") orders and $(grep -c '^pay .* 200 ' "$log") payments accepted before the kill"
+	step "docker kill $m (broker-a's master), in the middle of the flow"
+	t_kill=$(now_ms)
+	docker kill "$(cid "$m")" >/dev/null 2>&1
+	# runs until an order and a payment started after the kill were accepted
+	# and 5 s more, at most 45 s after the kill
+	end=$((SECONDS + 45))
+	while [ $SECONDS -lt $end ]; do
+		t_order=$(awk -v k="$t_kill" '$1 == "order" && $2 >= k && $4 == 200 { print $3 - k; exit }' "$log")
+		t_pay=$(awk -v k="$t_kill" '$1 == "pay" && $2 >= k && $4 == 200 { print $3 - k; exit }' "$log")
+		if [ -n "$t_order" ] && [ -n "$t_pay" ]; then end=$((SECONDS + 5)); break; fi
+		sleep 1
+	done
+	while [ $SECONDS -lt $end ]; do sleep 1; done
+	touch "$stop"; wait "$flow_pid" 2>/dev/null; rm -f "$stop"
+	after=$(sync_state_set) new_master=$(group_master)
+	[ -n "$after" ] || after="0 0"
+	n_ob=$(awk -v k="$t_kill" '$1 == "order" && $3 < k && $4 == 200' "$log" | wc -l)
+	n_pb=$(awk -v k="$t_kill" '$1 == "pay" && $3 < k && $4 == 200' "$log" | wc -l)
+	n_o=$(awk -v k="$t_kill" '$1 == "order" && $3 >= k && $4 == 200' "$log" | wc -l)
+	n_p=$(awk -v k="$t_kill" '$1 == "pay" && $3 >= k && $4 == 200' "$log" | wc -l)
+	say "after the kill: $n_o orders and $n_p payments accepted, $(awk -v k="$t_kill" '$3 >= k && $4 != 200' "$log" | wc -l) requests refused:"
+	awk -v k="$t_kill" '$3 >= k && $4 != 200 { printf "      %+.1f s  %s HTTP %s %s\n", ($3 - k) / 1000, $1, $4, $6 }' "$log" | sort | uniq -c | head -n 8
+	say "broker-a now: master ${new_master:-none}, SyncStateSet of ${after%% *}, master epoch ${after#* } (was ${before#* })"
+	say "first order accepted after the kill: $(awk -v t="${t_order:-}" 'BEGIN { print (t == "" ? "none" : sprintf("%.1f s", t / 1000)) }'), first payment: $(awk -v t="${t_pay:-}" 'BEGIN { print (t == "" ? "none" : sprintf("%.1f s", t / 1000)) }')"
+
+	step "every order accepted got its reservation (OrderCreated delivered); every payment accepted made its order PAID and its stock sold"
+	local ids=() paid_ids=() id st missing=() notpaid=() notsold=() inlist
+	mapfile -t ids < <(awk '$1 == "order" && $4 == 200 { print $5 }' "$log")
+	mapfile -t paid_ids < <(awk '$1 == "pay" && $4 == 200 { print $5 }' "$log")
+	inlist=$(printf "'%s'," "${ids[@]}"); inlist=${inlist%,}
+	end=$((SECONDS + 90))
+	[ ${#ids[@]} -gt 0 ] || end=0
+	while :; do
+		missing=() notpaid=() notsold=()
+		local have sold
+		have=$(sql tide_inventory -e "SELECT order_id FROM reservations WHERE order_id IN ($inlist)")
+		sold=$(sql tide_inventory -e "SELECT order_id FROM reservations WHERE status='SOLD' AND order_id IN ($inlist)")
+		for id in "${ids[@]}"; do grep -qx "$id" <<<"$have" || missing+=("$id"); done
+		for id in "${paid_ids[@]}"; do
+			grep -qx "$id" <<<"$sold" || notsold+=("$id")
+		done
+		if [ ${#missing[@]} -eq 0 ] && [ ${#notsold[@]} -eq 0 ]; then
+			for id in "${paid_ids[@]}"; do [ "$(order_status "$id")" = PAID ] || notpaid+=("$id"); done
+			[ ${#notpaid[@]} -eq 0 ] && break
+		fi
+		[ $SECONDS -ge $end ] && break
+		sleep 2
+	done
+	say "${#ids[@]} orders accepted, ${#paid_ids[@]} payments accepted; without reservation: ${#missing[@]}; paid but not sold: ${#notsold[@]}; paid but not PAID: ${#notpaid[@]}"
+	step "$m restarted: it truncates what it never had acknowledged, follows the new master and rejoins the SyncStateSet"
+	local t0=$SECONDS rejoined=0
+	docker start "$(cid "$m")" >/dev/null 2>&1
+	in_sync 180 && rejoined=1
+	say "$m: $(health "$m"); SyncStateSet $(sync_state_set | awk '{ print "of " $1 ", master epoch " $2 }'), master $(group_master); $((SECONDS - t0)) s after the restart"
+	cp "$log" "${DEMO_LOG_DIR:-/tmp}/failover-$(date +%H%M%S).log" 2>/dev/null
+	rm -f "$log"
+	if [ -z "$t_order" ] || [ -z "$t_pay" ]; then
+		bad "no order or no payment accepted within 45 s of the kill (first order: ${t_order:-none} ms, first payment: ${t_pay:-none} ms)"
+	elif [ "$t_order" -gt 20000 ] || [ "$t_pay" -gt 20000 ]; then
+		bad "the flow resumed later than 20 s after the kill (first order $t_order ms, first payment $t_pay ms)"
+	elif [ "${after#* }" -le "${before#* }" ] || [ -z "$new_master" ] || [ "$new_master" = "$m" ]; then
+		bad "no new master was elected (master epoch ${before#* } -> ${after#* }, master ${new_master:-none})"
+	elif [ ${#missing[@]} -gt 0 ] || [ ${#notsold[@]} -gt 0 ] || [ ${#notpaid[@]} -gt 0 ]; then
+		bad "acknowledged work lost or stuck: ${missing[*]:+no reservation: ${missing[*]}; }${notsold[*]:+not sold: ${notsold[*]}; }${notpaid[*]:+not PAID: ${notpaid[*]}}"
+	elif [ $rejoined = 0 ]; then
+		bad "$m did not rejoin broker-a's SyncStateSet within 180 s of its restart"
+	else
+		ok "orders and payments resumed $(awk -v t="$t_order" 'BEGIN { printf "%.1f", t / 1000 }') s / $(awk -v t="$t_pay" 'BEGIN { printf "%.1f", t / 1000 }') s after the kill; ${#ids[@]} orders and ${#paid_ids[@]} payments accepted, none lost; $m rejoined as slave"
 	fi
 }
 
 redis() {
-	title "9. Redis stopped"
+	title "10. Redis stopped"
 	docker stop "$(cid redis)" >/dev/null 2>&1
 	step "Redis is down: dedup falls back to the database records"
 	say "order /readyz: HTTP $(curl -s -o /dev/null -w '%{http_code}' "$ORDER/readyz")"
@@ -343,7 +487,7 @@ redis() {
 }
 
 reconcile() {
-	title "10. Reconciliation repairs a discrepancy injected behind the system's back"
+	title "11. Reconciliation repairs a discrepancy injected behind the system's back"
 	api POST "$INVENTORY/v1/reconcile/reservations" '{"dry_run":true}'
 	if [ "$code" != 200 ]; then skip "inventory has no POST /v1/reconcile/reservations (HTTP $code)"; return; fi
 	id=$(sql tide_inventory -e "SELECT order_id FROM reservations WHERE status='RELEASED' LIMIT 1")
@@ -441,7 +585,7 @@ console() {
 	rm -rf "$jars"
 }
 
-all=(happy timeout late crash-after crash-before twice consumer broker redis reconcile console check)
+all=(happy timeout late crash-after crash-before twice consumer broker failover redis reconcile console check)
 [ $# -gt 0 ] && all=("$@")
 trap clear_faults EXIT
 for s in "${all[@]}"; do
@@ -452,7 +596,7 @@ for s in "${all[@]}"; do
 	t=$SECONDS
 	case $s in
 		happy) happy ;; timeout) timeout ;; late) late ;; crash-after) crash_after ;; crash-before) crash_before ;;
-		twice) twice ;; consumer) consumer ;; broker) broker ;; redis) redis ;; reconcile) reconcile ;; console) console ;;
+		twice) twice ;; consumer) consumer ;; broker) broker ;; failover) failover ;; redis) redis ;; reconcile) reconcile ;; console) console ;;
 		check) check ;;
 		*) echo "demo: unknown scenario $s (one of: ${all[*]})" >&2; exit 2 ;;
 	esac

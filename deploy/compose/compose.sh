@@ -4,5 +4,5 @@
 # `make ps` and `make logs` use it.
 set -euo pipefail
 cd "$(dirname "$0")"
-if docker compose version >/dev/null 2>&1; then exec docker compose -p tide --profile 2m2s "$@"; fi
-exec docker-compose -p tide --profile 2m2s "$@"
+if docker compose version >/dev/null 2>&1; then exec docker compose -p tide --profile controller --profile 2m2s "$@"; fi
+exec docker-compose -p tide --profile controller --profile 2m2s "$@"

@@ -7,4 +7,4 @@ compose() {
 }
 args=(down --remove-orphans)
 [ -n "${VOLUMES:-}" ] && args+=(-v)
-compose --profile 2m2s "${args[@]}"
+compose --profile controller --profile 2m2s "${args[@]}"
