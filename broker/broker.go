@@ -68,6 +68,8 @@ type Broker struct {
 
 	idem *idem // idempotent producers' state (idempotent.go)
 
+	hooks hooks // test instrumentation; zero in production
+
 	metrics     *metrics
 	metricsSrv  *http.Server
 	metricsAddr string
@@ -82,6 +84,13 @@ type Broker struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+}
+
+// hooks let in-package tests stall the background work of a start.
+type hooks struct {
+	// beforeRestore runs on the timer service's and the transaction
+	// service's goroutine before they restore their state.
+	beforeRestore func()
 }
 
 // New validates opts and opens the store and metadata tables (recovering

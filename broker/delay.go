@@ -65,7 +65,8 @@ func (b *Broker) newDelays() (*schedule.Service, *timer.Service, error) {
 		return nil, nil, fmt.Errorf("delay levels: %w", err)
 	}
 	timers, err := timer.New(timer.Options{Store: b.store, CheckpointPath: filepath.Join(cfgDir, "timerCheckpoint"),
-		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost, Logger: b.log})
+		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost,
+		BeforeRestore: b.hooks.beforeRestore, Logger: b.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("timers: %w", err)
 	}

@@ -16,6 +16,10 @@ import (
 
 // newTransactions builds the transaction service (after the store host is
 // known, since committed copies carry it).
+// endWait bounds how long END_TRANSACTION waits for the transaction
+// service's recovery after a start.
+const endWait = 10 * time.Second
+
 func (b *Broker) newTransactions() (*transaction.Service, error) {
 	o := b.opts
 	return transaction.New(transaction.Options{
@@ -32,7 +36,8 @@ func (b *Broker) newTransactions() (*transaction.Service, error) {
 				b.registry.Trigger()
 			}
 		},
-		Logger: b.log,
+		BeforeRecover: b.hooks.beforeRestore,
+		Logger:        b.log,
 	})
 }
 
@@ -94,10 +99,19 @@ func (b *Broker) handleEndTransaction(ctx context.Context, c *remoting.Conn, req
 	if refused := b.authorizeEnd(c, req, &h); refused != nil {
 		return refused
 	}
+	// After a restart the decision waits for the transaction service's
+	// recovery (it must know the decisions taken before); a bounded wait,
+	// then SYSTEM_BUSY (the producer's check-back answers again later).
+	ctx, cancel := context.WithTimeout(ctx, endWait)
+	defer cancel()
 	out, err := b.tx().End(ctx, transaction.EndRequest{ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
 		CommitLogOffset: h.CommitLogOffset, Decision: d, FromCheck: h.FromTransactionCheck})
 	if err != nil {
-		return b.errorResponse(c, req, protocol.SystemError, "end transaction %s for msgId %s: %v", d, h.MsgID, err)
+		code := protocol.SystemError
+		if errors.Is(err, transaction.ErrNotReady) {
+			code = protocol.SystemBusy
+		}
+		return b.errorResponse(c, req, code, "end transaction %s for msgId %s: %v", d, h.MsgID, err)
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	switch out {
@@ -131,7 +145,11 @@ func (b *Broker) authorizeEnd(c *remoting.Conn, req *protocol.Command, h *protoc
 // handleListHalf serves TideListHalfMessages. Under aclEnable it lists
 // only the half messages of topics the account has PUB on.
 func (b *Broker) handleListHalf(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	list := b.tx().List()
+	tx := b.tx()
+	if b.isMaster() && !tx.Recovered() {
+		return b.errorResponse(c, req, protocol.SystemBusy, "%v after the broker's start; retry shortly", transaction.ErrNotReady)
+	}
+	list := tx.List()
 	if b.sec.acl != nil {
 		id, mine := identity(c, req), list[:0]
 		for _, h := range list {
@@ -151,6 +169,8 @@ func (b *Broker) handleResumeHalf(ctx context.Context, c *remoting.Conn, req *pr
 	if err := h.Decode(req.ExtFields); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, endWait)
+	defer cancel()
 	if err := b.tx().Resume(ctx, h.TranStateTableOffset, operator(c, h.Operator)); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
@@ -171,6 +191,8 @@ func (b *Broker) handleForceEnd(ctx context.Context, c *remoting.Conn, req *prot
 	default:
 		return b.errorResponse(c, req, protocol.SystemError, "commitOrRollback must be 8 (commit) or 12 (rollback), got %q", req.Ext("commitOrRollback"))
 	}
+	ctx, cancel := context.WithTimeout(ctx, endWait)
+	defer cancel()
 	out, err := b.tx().Force(ctx, h.TranStateTableOffset, d, operator(c, h.Operator))
 	if err != nil {
 		code := protocol.SystemError

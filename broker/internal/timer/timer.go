@@ -104,7 +104,10 @@ type Options struct {
 	// StoreHost is the store host written into the recall markers Recall
 	// stores.
 	StoreHost netip.AddrPort
-	Logger    *slog.Logger
+	// BeforeRestore, if set, is called on the service goroutine before it
+	// restores the pending timers (tests stall the restore with it).
+	BeforeRestore func()
+	Logger        *slog.Logger
 	// Now is the clock (default time.Now), read in Unix ms.
 	Now func() time.Time
 }
@@ -471,6 +474,9 @@ func (s *Service) run() {
 		}
 		close(s.exited)
 	}()
+	if s.opts.BeforeRestore != nil {
+		s.opts.BeforeRestore()
+	}
 	s.restore()
 	// Read the queue to the end it has now before delivering anything: a
 	// recall marker stored after a due timer must cancel it first. A

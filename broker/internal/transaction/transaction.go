@@ -87,6 +87,9 @@ var (
 	ErrNoProducer = errors.New("transaction: no live producer of the group")
 	// ErrBadDecision: the decision value is not commit or rollback.
 	ErrBadDecision = errors.New("transaction: bad decision")
+	// ErrNotReady: the service has not finished recovering its state
+	// after a start (or was stopped first); no decision was taken.
+	ErrNotReady = errors.New("transaction: state still being recovered")
 )
 
 // Store is what the service needs from the message store.
@@ -130,8 +133,11 @@ type Options struct {
 	// Created, if set, is called for a system topic the service writes to
 	// for the first time (the broker creates and registers it).
 	Created func(topic string)
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// BeforeRecover, if set, is called on the service goroutine before
+	// each recovery attempt (tests stall recovery with it).
+	BeforeRecover func()
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 type pending struct {
@@ -168,6 +174,9 @@ type Service struct {
 
 	endMu sync.Mutex // serialises decisions so that the first one wins
 
+	loaded state         // the state file as read by New, applied by recover
+	ready  chan struct{} // closed once recover has succeeded
+
 	stop    chan struct{}
 	done    chan struct{}
 	started bool
@@ -177,8 +186,11 @@ type state struct {
 	Checks map[string]int `json:"checks"` // half queue offset -> checks sent
 }
 
-// New builds the service and recovers its state from the op and half
-// queues. It does not start checking until Start.
+// New builds the service and reads its state file. It does not read the
+// store: Start recovers the decisions and pending half messages from the
+// op and half queues in the background, so that a broker can take
+// writes (half messages included) while it runs; End, Resume and Force
+// wait for it (Recovered, ErrNotReady).
 func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -193,34 +205,98 @@ func New(o Options) (*Service, error) {
 		return nil, errors.New("transaction: timeout, interval and max checks must be positive")
 	}
 	s := &Service{o: o, log: o.Logger.With("component", "transaction"), decided: map[int64]Decision{},
-		pend: map[int64]*pending{}, tokens: map[string]*bucket{}, stop: make(chan struct{}), done: make(chan struct{})}
-	var st state
-	if _, err := jsonfile.Load(o.StatePath, &st); err != nil {
-		return nil, err
-	}
-	if err := s.recover(st); err != nil {
+		pend: map[int64]*pending{}, tokens: map[string]*bucket{}, ready: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := jsonfile.Load(o.StatePath, &s.loaded); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// Recovered reports whether the service has recovered its state (Start
+// recovers it in the background).
+func (s *Service) Recovered() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// await blocks until the service has recovered, ctx ends (ErrNotReady) or
+// the service stops (ErrNotReady). A decision taken before recovery could
+// not tell whether the transaction was decided before the restart.
+func (s *Service) await(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrNotReady, ctx.Err())
+	case <-s.stop:
+		return fmt.Errorf("%w: service stopped", ErrNotReady)
+	}
+}
+
+// recoverUntilDone runs recover until it succeeds (closing ready) or the
+// service stops; it reports whether it succeeded.
+func (s *Service) recoverUntilDone() bool {
+	for {
+		if s.o.BeforeRecover != nil {
+			s.o.BeforeRecover()
+		}
+		start := time.Now()
+		err := s.recover(s.loaded)
+		if err == nil {
+			s.mu.Lock()
+			decided, pend := len(s.decided), len(s.pend)
+			s.mu.Unlock()
+			s.log.Info("transactions recovered", "decided", decided, "pending", pend, "took", time.Since(start).Round(time.Millisecond))
+			close(s.ready)
+			return true
+		}
+		s.log.Error("transaction recovery failed; decisions wait, retrying", "err", err)
+		select {
+		case <-s.stop:
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // recover replays the op queue, re-applies lost commits, and loads the
-// undecided half messages.
+// undecided half messages. It runs on the service goroutine before the
+// check loop, concurrently with Added (half messages stored meanwhile) but
+// never with End, Resume or Force, which wait for it; a retry starts over.
 func (s *Service) recover(st state) error {
 	// Consume queues and the index are built asynchronously: recovery
 	// reads them, so wait until they cover the whole commit log.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if err := s.o.Store.WaitDispatched(ctx, s.o.Store.MaxPhyOffset()); err != nil {
 		return fmt.Errorf("transaction: wait for dispatch: %w", err)
 	}
+	s.opScanned = 0
+	decided := map[int64]Decision{}
 	parked := map[int64]bool{}
 	commits := map[int64]string{} // half queue offset -> recorded commit topic ("" for old records)
 	if err := s.readOps(func(half int64, d Decision, commitTopic string) {
 		switch d {
 		case Commit, Rollback:
-			if _, ok := s.decided[half]; !ok {
-				s.decided[half] = d
+			if _, ok := decided[half]; !ok {
+				decided[half] = d
 				if d == Commit {
 					commits[half] = commitTopic
 				}
@@ -233,10 +309,17 @@ func (s *Service) recover(st state) error {
 	}); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.decided = decided
+	for off := range decided {
+		delete(s.pend, off)
+	}
+	s.mu.Unlock()
 	s.scanned = s.o.Store.MinOffset(HalfTopic, 0)
 	if err := s.scanHalf(); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	for off, p := range s.pend {
 		if parked[off] {
 			p.parked = true
@@ -245,6 +328,7 @@ func (s *Service) recover(st state) error {
 			p.checks = n
 		}
 	}
+	s.mu.Unlock()
 	// Re-apply commits whose visible message is missing (crash between the
 	// op record and the committed message).
 	for half, topic := range commits {
@@ -252,7 +336,6 @@ func (s *Service) recover(st state) error {
 			s.log.Error("re-apply commit after restart", "halfQueueOffset", half, "err", err)
 		}
 	}
-	s.log.Info("transactions recovered", "decided", len(s.decided), "pending", len(s.pend), "parked", len(parked))
 	return nil
 }
 
@@ -295,7 +378,9 @@ func (s *Service) readOps(fn func(half int64, d Decision, commitTopic string)) e
 	return nil
 }
 
-// scanHalf loads half messages appended since the last scan.
+// scanHalf loads half messages appended since the last scan. It takes
+// s.mu for each map access only (Added runs concurrently); the scan
+// offset is the service goroutine's.
 func (s *Service) scanHalf() error {
 	max := s.o.Store.MaxOffset(HalfTopic, 0)
 	for s.scanned < max {
@@ -309,13 +394,7 @@ func (s *Service) scanHalf() error {
 		for _, u := range units {
 			off := s.scanned
 			s.scanned++
-			if u.Size == 0 {
-				continue
-			}
-			if _, ok := s.decided[off]; ok {
-				continue
-			}
-			if _, ok := s.pend[off]; ok {
+			if u.Size == 0 || s.known(off) {
 				continue
 			}
 			m, err := s.o.Store.LookMessage(u.Offset)
@@ -323,12 +402,26 @@ func (s *Service) scanHalf() error {
 				s.log.Warn("unreadable half message", "queueOffset", off, "err", err)
 				continue
 			}
-			s.pend[off] = s.newPending(off, m)
+			s.mu.Lock()
+			if _, ok := s.decided[off]; !ok && s.pend[off] == nil {
+				s.pend[off] = s.newPending(off, m)
+			}
+			s.mu.Unlock()
 		}
 	}
 	return nil
 }
 
+// known reports whether the half message at queue offset off is decided
+// or already pending.
+func (s *Service) known(off int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, decided := s.decided[off]
+	return decided || s.pend[off] != nil
+}
+
+// newPending builds the pending entry of a half message.
 func (s *Service) newPending(queueOffset int64, m *protocol.MessageExt) *pending {
 	st := time.UnixMilli(m.StoreTimestamp)
 	first := s.o.Timeout
@@ -395,6 +488,9 @@ const (
 func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
 	if r.Decision != Commit && r.Decision != Rollback {
 		return 0, fmt.Errorf("%w: %q", ErrBadDecision, r.Decision)
+	}
+	if err := s.await(ctx); err != nil {
+		return 0, err
 	}
 	half, err := s.o.Store.LookMessage(r.CommitLogOffset)
 	if err != nil {
@@ -536,7 +632,8 @@ func (s *Service) ensureCommitted(halfQueueOffset int64, commitTopic string) err
 	return nil
 }
 
-// Start runs the check loop until Stop.
+// Start recovers the state in the background (see New), then runs the
+// check loop until Stop.
 func (s *Service) Start() {
 	tick := s.o.Interval / 4
 	if t := s.o.Timeout / 4; t < tick {
@@ -552,6 +649,9 @@ func (s *Service) Start() {
 
 func (s *Service) loop(tick time.Duration) {
 	defer close(s.done)
+	if !s.recoverUntilDone() {
+		return
+	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	persist := time.NewTicker(5 * time.Second)
@@ -572,10 +672,10 @@ func (s *Service) loop(tick time.Duration) {
 
 // round scans for new half messages and sends the checks that are due.
 func (s *Service) round() {
-	s.mu.Lock()
 	if err := s.scanHalf(); err != nil {
 		s.log.Error("scan half queue", "err", err)
 	}
+	s.mu.Lock()
 	_ = s.readOps(func(half int64, d Decision, _ string) {
 		if d == Commit || d == Rollback {
 			if _, ok := s.decided[half]; !ok {
@@ -706,6 +806,9 @@ func (s *Service) park(p *pending, half *protocol.MessageExt) {
 // Resume restarts checks of a parked (or pending) half message with a
 // fresh check count.
 func (s *Service) Resume(ctx context.Context, halfQueueOffset int64, operator string) error {
+	if err := s.await(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	p, ok := s.pend[halfQueueOffset]
 	s.mu.Unlock()
@@ -724,6 +827,9 @@ func (s *Service) Resume(ctx context.Context, halfQueueOffset int64, operator st
 
 // Force decides a pending or parked half message by operator order.
 func (s *Service) Force(ctx context.Context, halfQueueOffset int64, d Decision, operator string) (Outcome, error) {
+	if err := s.await(ctx); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	p, ok := s.pend[halfQueueOffset]
 	s.mu.Unlock()
@@ -782,6 +888,9 @@ func (s *Service) count(f func(*Stats)) {
 }
 
 func (s *Service) persist() error {
+	if !s.Recovered() {
+		return nil // the file still holds what New read; pend is incomplete
+	}
 	s.mu.Lock()
 	st := state{Checks: make(map[string]int, len(s.pend))}
 	for off, p := range s.pend {

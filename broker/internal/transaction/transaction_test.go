@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -38,6 +39,18 @@ type env struct {
 var host = netip.MustParseAddrPort("127.0.0.1:10911")
 
 func openEnv(t *testing.T, dir string, clk *clock, opts ...func(*Options)) *env {
+	t.Helper()
+	e := openEnvUnrecovered(t, dir, clk, opts...)
+	// Recover as Start does, on the test's goroutine: the tests drive
+	// the check rounds themselves.
+	if !e.svc.recoverUntilDone() {
+		t.Fatal("recovery stopped")
+	}
+	return e
+}
+
+// openEnvUnrecovered is openEnv without the recovery (Start does it).
+func openEnvUnrecovered(t *testing.T, dir string, clk *clock, opts ...func(*Options)) *env {
 	t.Helper()
 	cfg := store.DefaultConfig()
 	cfg.StorePathRootDir = dir
@@ -364,5 +377,60 @@ func TestServiceRateLimit(t *testing.T) {
 	e.svc.round()
 	if len(e.checks) != 5 {
 		t.Fatalf("checks in one round = %d, want the rate limit 5", len(e.checks))
+	}
+}
+
+// TestServiceDecisionsWaitForRecovery: recovery runs in the background
+// after Start, while half messages keep arriving; a decision waits for it,
+// so a transaction committed before the restart is not committed again.
+func TestServiceDecisionsWaitForRecovery(t *testing.T) {
+	dir, clk := t.TempDir(), newClock()
+	e := openEnv(t, dir, clk)
+	a, b := e.half("a"), e.half("b")
+	e.end(a, Commit)
+	e.close()
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e = openEnvUnrecovered(t, dir, clk, func(o *Options) {
+		o.BeforeRecover = func() {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+	})
+	defer e.close()
+	e.svc.Start()
+	<-reached
+	c := e.half("c") // stored and announced while recovery is stalled
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.svc.End(cancelled, EndRequest{ProducerGroup: "pg", TranStateTableOffset: a.QueueOffset, CommitLogOffset: a.CommitLogOffset, Decision: Commit}); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("End before recovery: %v, want ErrNotReady", err)
+	}
+	if e.svc.Recovered() {
+		t.Fatal("Recovered while recovery is stalled")
+	}
+	type result struct {
+		out Outcome
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		out, err := e.svc.End(context.Background(), EndRequest{ProducerGroup: "pg", TranStateTableOffset: a.QueueOffset, CommitLogOffset: a.CommitLogOffset, Decision: Commit})
+		res <- result{out, err}
+	}()
+	close(release)
+	if r := <-res; r.err != nil || r.out != Duplicate {
+		t.Fatalf("commit of a transaction committed before the restart: outcome %v (%v), want Duplicate", r.out, r.err)
+	}
+	if n := e.visible(); n != 1 {
+		t.Fatalf("visible = %d, want exactly one copy of a", n)
+	}
+	var pending []int64
+	for _, h := range e.svc.List() {
+		pending = append(pending, h.QueueOffset)
+	}
+	if want := []int64{b.QueueOffset, c.QueueOffset}; !slices.Equal(pending, want) {
+		t.Fatalf("pending after recovery = %v, want %v", pending, want)
 	}
 }

@@ -199,3 +199,30 @@ func TestFileCreateWarm(t *testing.T) {
 		})
 	}
 }
+
+// TestDataEnd: everything written lies below DataEnd, through the mapping
+// and unflushed, and everything past it reads as zero.
+func TestDataEnd(t *testing.T) {
+	const size = 4 << 20
+	f, err := Create(filepath.Join(t.TempDir(), Name(0)), 0, size, false, MapWriteSparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if end := f.DataEnd(); !bytes.Equal(f.Data()[end:], make([]byte, size-end)) {
+		t.Fatalf("empty file: non-zero bytes past DataEnd %d", end)
+	}
+	for _, at := range []int64{100, 1<<20 + 7, size - 20} {
+		if err := f.WriteAt([]byte("unit-of-twenty-bytes"), at); err != nil {
+			t.Fatal(err)
+		}
+		end := f.DataEnd()
+		if end < at+20 || end > size {
+			t.Fatalf("after a write at %d: DataEnd %d", at, end)
+		}
+		if !bytes.Equal(f.Data()[end:], make([]byte, size-end)) {
+			t.Fatalf("after a write at %d: non-zero bytes past DataEnd %d", at, end)
+		}
+		t.Logf("write at %d: DataEnd %d", at, end)
+	}
+}
