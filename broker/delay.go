@@ -60,7 +60,8 @@ func (b *Broker) newDelays() (*schedule.Service, *timer.Service, error) {
 	}
 	cfgDir := filepath.Join(o.Store.StorePathRootDir, "config")
 	sched, err := schedule.New(schedule.Options{Store: b.store, Levels: levels, OffsetPath: filepath.Join(cfgDir, "delayOffset.json"),
-		FlushInterval: time.Duration(o.FlushDelayOffsetInterval) * time.Millisecond, Logger: b.log})
+		FlushInterval: time.Duration(o.FlushDelayOffsetInterval) * time.Millisecond, Logger: b.log,
+		Replicated: b.replicatedOffset})
 	if err != nil {
 		return nil, nil, fmt.Errorf("delay levels: %w", err)
 	}
@@ -111,4 +112,17 @@ func (b *Broker) validateTimer(m *protocol.MessageExt) error {
 	}
 	_, _, err := b.timers().Accept(&cp, time.Now())
 	return err
+}
+
+// replicatedOffset is the commit log offset below which records survive a
+// failover: the confirm offset in controller mode (a promoted replica has
+// everything below it), the end of the log otherwise (no failover
+// truncates a master/slave master's log). The delay-level service holds
+// its persisted and replicated progress to it, so a promoted replica never
+// resumes past a delivered copy it does not have (chaos finding 4).
+func (b *Broker) replicatedOffset() int64 {
+	if cm := b.ctl; cm != nil {
+		return b.confirmOffset(cm)
+	}
+	return b.store.MaxPhyOffset()
 }

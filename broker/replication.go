@@ -163,8 +163,10 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	md := protocol.BrokerMetadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
 	if s := b.sched(); s != nil {
-		for _, l := range s.Stats() {
-			md.DelayOffsets[strconv.Itoa(l.Level)] = l.Offset
+		// Replicated progress only: a slave promoted with it has the
+		// delivered copy of every message before it.
+		for i, off := range s.Progress() {
+			md.DelayOffsets[strconv.Itoa(i+1)] = off
 		}
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")

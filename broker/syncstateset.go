@@ -112,9 +112,10 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 // record below it survives any failover; the store dispatches nothing
 // above it (unless readUnCommitted), so consumers and the delay, timer
 // and transaction services never act on a record a failover may truncate.
-// A slave, or a broker whose role is not settled, answers its own end:
-// its records come from the master, which confirmed them first (see
-// docs/controller.md for the slave-read caveat). A master that has not
+// A slave that follows its master answers its own end: its records past
+// the consistent point come from the master (see docs/controller.md for
+// the slave-read caveat); one that does not follow yet (just demoted,
+// or started) answers what it dispatched already. A master that has not
 // learnt the set yet answers what it dispatched already (no progress). A
 // member the master has no connection from holds the offset back until
 // the master shrinks the set (haMaxTimeSlaveNotCatchup). Called by the
@@ -122,9 +123,19 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 	end := b.store.MaxPhyOffset()
 	cm.mu.Lock()
-	running, set := cm.running, cm.syncSet
+	running, set, following := cm.running, cm.syncSet, cm.following
 	cm.mu.Unlock()
 	if running != "master" {
+		if following == "" {
+			// Demoted (or started as a slave) and not yet truncated to
+			// the new master's history: its tail may be its own
+			// writes that no other member has, which the truncation
+			// is about to drop. Making them visible now let consumers
+			// read and commit past them, and skip the acknowledged
+			// messages the new master stores at the same queue offsets
+			// (chaos finding 5). Nothing new until it follows.
+			return b.store.DispatchedOffset()
+		}
 		return end
 	}
 	if set == nil {

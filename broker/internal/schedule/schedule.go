@@ -82,6 +82,14 @@ type Options struct {
 	Logger    *slog.Logger
 	// Now is the clock (default time.Now). Due times are compared in Unix ms.
 	Now func() time.Time
+	// Replicated, if set, returns the commit log offset below which
+	// records survive a failover (controller mode: the confirm offset).
+	// Progress, and so the persisted and the replicated progress, then
+	// never passes a message whose delivered copy ends above it: a
+	// replica promoted with that progress has every copy before it, and
+	// delivers the ones after it again rather than losing them. Nil: every
+	// stored record counts (progress is the delivery position).
+	Replicated func() int64
 }
 
 func (o *Options) defaults() {
@@ -197,6 +205,58 @@ type level struct {
 	lastLate    atomic.Int64 // ns
 	maxLate     atomic.Int64 // ns
 	putFailures atomic.Int64
+
+	// With Options.Replicated: the positions delivered to whose copies may
+	// not be replicated yet, in delivery order (their ends never
+	// decrease), and the progress known to be replicated.
+	mu      sync.Mutex
+	marks   []mark
+	safe    int64
+	lastEnd int64
+}
+
+// mark is one step of a level's progress: next is the queue offset to
+// deliver after it, end the commit log offset where the copy delivered in
+// it (or in an earlier step) ends.
+type mark struct{ next, end int64 }
+
+// maxMarks bounds a level's marks; beyond it the older half is dropped,
+// which only holds the replicated progress back until a later mark is
+// replicated (a duplicate at worst, never a loss).
+const maxMarks = 1 << 16
+
+// step records that l moved to next after a copy ending at end (0: no
+// copy was put, e.g. a skipped record).
+func (l *level) step(next, end int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastEnd = max(l.lastEnd, end)
+	if len(l.marks) >= maxMarks {
+		l.marks = append(l.marks[:0], l.marks[len(l.marks)/2:]...)
+	}
+	l.marks = append(l.marks, mark{next: next, end: l.lastEnd})
+}
+
+// replicated returns l's progress as far as every copy before it ends at
+// or below bound, and forgets the marks that are now below it.
+func (l *level) replicated(bound int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for i < len(l.marks) && l.marks[i].end <= bound {
+		l.safe = l.marks[i].next
+		i++
+	}
+	l.marks = append(l.marks[:0], l.marks[i:]...)
+	return l.safe
+}
+
+// reset starts l's progress at off, with nothing delivered yet.
+func (l *level) reset(off int64) {
+	l.offset.Store(off)
+	l.mu.Lock()
+	l.marks, l.safe, l.lastEnd = nil, off, 0
+	l.mu.Unlock()
 }
 
 // Service delivers delayed messages when they are due: one goroutine per
@@ -231,7 +291,7 @@ func New(opts Options) (*Service, error) {
 	}
 	for i, d := range opts.Levels {
 		l := &level{n: i + 1, delay: d, wake: make(chan struct{}, 1)}
-		l.offset.Store(max(0, f.OffsetTable[strconv.Itoa(i+1)]))
+		l.reset(max(0, f.OffsetTable[strconv.Itoa(i+1)]))
 		s.levels = append(s.levels, l)
 	}
 	return s, nil
@@ -247,7 +307,7 @@ func (s *Service) Reload() error {
 		return fmt.Errorf("schedule: load progress: %w", err)
 	}
 	for _, l := range s.levels {
-		l.offset.Store(max(0, f.OffsetTable[strconv.Itoa(l.n)]))
+		l.reset(max(0, f.OffsetTable[strconv.Itoa(l.n)]))
 	}
 	return nil
 }
@@ -269,7 +329,7 @@ func (s *Service) Start() {
 				s.log.Warn("delay level progress beyond the queue end, rewinding", "level", l.n, "offset", off, "max", hi)
 				off = hi
 			}
-			l.offset.Store(off)
+			l.reset(off)
 			s.wg.Add(1)
 			go s.run(l)
 		}
@@ -307,15 +367,35 @@ func (s *Service) Notify(level int) {
 	}
 }
 
-// Persist writes the current progress to OffsetPath if it changed.
+// Progress returns each level's progress (level 1 first): the next queue
+// offset to deliver, held back with Options.Replicated to the first
+// delivery whose copy may not survive a failover. It is what Persist
+// writes and what a replica should copy.
+func (s *Service) Progress() []int64 {
+	out := make([]int64, len(s.levels))
+	if s.opts.Replicated == nil {
+		for i, l := range s.levels {
+			out[i] = l.offset.Load()
+		}
+		return out
+	}
+	bound := s.opts.Replicated()
+	for i, l := range s.levels {
+		out[i] = l.replicated(bound)
+	}
+	return out
+}
+
+// Persist writes the progress (Progress) to OffsetPath if it changed.
 func (s *Service) Persist() error {
 	s.persistMu.Lock()
 	defer s.persistMu.Unlock()
 	f := offsetFile{OffsetTable: map[string]int64{}}
 	changed := s.saved == nil
-	for _, l := range s.levels {
+	progress := s.Progress()
+	for i, l := range s.levels {
 		k := strconv.Itoa(l.n)
-		f.OffsetTable[k] = l.offset.Load()
+		f.OffsetTable[k] = progress[i]
 		if s.saved[k] != f.OffsetTable[k] {
 			changed = true
 		}
@@ -392,7 +472,7 @@ func (s *Service) run(l *level) {
 			continue
 		}
 		for _, u := range units {
-			wait, ok := s.deliver(l, off, u)
+			wait, end, ok := s.deliver(l, off, u)
 			if !ok {
 				return
 			}
@@ -403,44 +483,50 @@ func (s *Service) run(l *level) {
 				break // re-read from the same offset
 			}
 			off++
+			if s.opts.Replicated != nil {
+				l.step(off, end)
+			}
 			l.offset.Store(off)
 		}
 	}
 }
 
 // deliver handles the unit at queue offset off: it returns how long to
-// wait when the message is not due yet (0 once the unit is done), and
+// wait when the message is not due yet (0 once the unit is done), where
+// the delivered copy ends in the commit log (0 if none was put), and
 // false when the service is stopping with the unit not done.
-func (s *Service) deliver(l *level, off int64, u store.QueueUnit) (time.Duration, bool) {
+func (s *Service) deliver(l *level, off int64, u store.QueueUnit) (time.Duration, int64, bool) {
 	if u.Size <= 0 {
-		return 0, true // hole
+		return 0, 0, true // hole
 	}
 	now := s.opts.Now().UnixMilli()
 	if u.TagsCode > now {
-		return time.Duration(u.TagsCode-now) * time.Millisecond, true
+		return time.Duration(u.TagsCode-now) * time.Millisecond, 0, true
 	}
 	m, err := s.opts.Store.LookMessage(u.Offset)
 	if err != nil {
 		l.skipped.Add(1)
 		s.log.Error("delayed message unreadable, skipped", "level", l.n, "queueOffset", off, "commitLogOffset", u.Offset, "err", err)
-		return 0, true
+		return 0, 0, true
 	}
 	// Never early, even if the store's level table differs from ours.
 	due := max(u.TagsCode, m.StoreTimestamp+l.delay.Milliseconds())
 	if due > now {
-		return time.Duration(due-now) * time.Millisecond, true
+		return time.Duration(due-now) * time.Millisecond, 0, true
 	}
 	out, err := Restore(m)
 	if err != nil {
 		l.skipped.Add(1)
 		s.log.Error("delayed message skipped", "level", l.n, "queueOffset", off, "commitLogOffset", u.Offset, "err", err)
-		return 0, true
+		return 0, 0, true
 	}
+	var end int64
 	for {
 		// Not cancelled by Stop: a put that may have been written must
 		// report back, or the offset would lag what was delivered.
-		_, err := s.opts.Store.PutMessage(context.Background(), out)
+		r, err := s.opts.Store.PutMessage(context.Background(), out)
 		if err == nil {
+			end = r.CommitLogOffset + int64(r.WroteBytes)
 			break
 		}
 		l.putFailures.Add(1)
@@ -449,7 +535,7 @@ func (s *Service) deliver(l *level, off int64, u store.QueueUnit) (time.Duration
 		select {
 		case <-s.stop:
 			t.Stop()
-			return 0, false
+			return 0, 0, false
 		case <-t.C:
 		}
 	}
@@ -462,7 +548,7 @@ func (s *Service) deliver(l *level, off int64, u store.QueueUnit) (time.Duration
 			break
 		}
 	}
-	return 0, true
+	return 0, end, true
 }
 
 // LevelStats describes one delay level for metrics.

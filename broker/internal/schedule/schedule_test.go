@@ -429,3 +429,47 @@ func TestTagsCoderIsDeliveryTime(t *testing.T) {
 		t.Fatal("no levels: want the tags hash fallback")
 	}
 }
+
+// TestProgressHeldToReplicated: with Options.Replicated, the progress a
+// replica copies (Progress) and the persisted one stop before the first
+// message whose delivered copy ends above the replicated offset, and catch
+// up when the bound does: a replica promoted with that progress has every
+// delivered copy before it and delivers the rest again (chaos finding 4:
+// the delivery position was copied while the copies were not replicated,
+// and a promoted slave skipped them).
+func TestProgressHeldToReplicated(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	var bound atomic.Int64
+	svc := newService(t, st, dir, func(o *Options) { o.Replicated = bound.Load })
+	for i := range 4 {
+		sendDelayed(t, st, "Orders", 0, 1, fmt.Sprintf("m%d", i))
+	}
+	waitFor(t, "all four delivered", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) == 4 })
+	copies := readAll(t, st, "Orders", 0)
+	ends := make([]int64, len(copies))
+	for i, m := range copies {
+		ends[i] = m.CommitLogOffset + int64(m.StoreSize)
+	}
+	if got := svc.Stats()[0].Offset; got != 4 {
+		t.Fatalf("delivery position %d, want 4", got)
+	}
+	for i, b := range []int64{0, ends[0], ends[2] - 1, ends[2], ends[3]} {
+		bound.Store(b)
+		want := []int64{0, 1, 2, 3, 4}[i]
+		if got := svc.Progress()[0]; got != want {
+			t.Errorf("replicated to %d: progress %d, want %d (copies end at %v)", b, got, want, ends)
+		}
+	}
+	bound.Store(ends[1])
+	if got := svc.Progress()[0]; got != 4 {
+		t.Errorf("progress moved back to %d when the bound did", got)
+	}
+	if err := svc.Persist(); err != nil {
+		t.Fatal(err)
+	}
+	var f offsetFile
+	if _, err := jsonfile.Load(filepath.Join(dir, "config", "delayOffset.json"), &f); err != nil || f.OffsetTable["1"] != 4 {
+		t.Fatalf("persisted %v, %v", f.OffsetTable, err)
+	}
+}
