@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,6 +29,10 @@ func newTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
 
 func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
+	// A write to a page of a sparse consume-queue or index file that the
+	// file system cannot back (disk full) faults (SIGBUS); with this, the
+	// fault is a panic dispatchRecordSafe recovers from, not a crash.
+	debug.SetPanicOnFault(true)
 	t := newTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -77,14 +83,16 @@ func (s *Store) dispatchAvailable() {
 					}
 					return err
 				}
-				s.dispatchRecord(from+int64(pos), &v)
+				if err := s.dispatchRecordSafe(from+int64(pos), &v); err != nil {
+					return err
+				}
 				pos += int(v.Size)
 				s.reputFrom = from + int64(pos)
 			}
 			return nil
 		})
 		switch {
-		case errors.Is(err, errPartial):
+		case errors.Is(err, errPartial), errors.Is(err, errMappedFault):
 		case errors.Is(err, commitlog.ErrOffsetRemoved):
 			s.reputFrom = s.cl.MinOffset()
 		case err != nil:
@@ -100,6 +108,19 @@ func (s *Store) dispatchAvailable() {
 		close(s.ddone)
 		s.ddone = make(chan struct{})
 		s.dmu.Unlock()
+		if errors.Is(err, errMappedFault) {
+			// Retried from the same record on the next wake or tick; the
+			// unit or index entry written twice is the same one.
+			if !s.dispatchFaulted {
+				s.log.Error("dispatch: cannot write a consume-queue or index page (disk full?); dispatching paused until it can", "offset", s.reputFrom, "err", err)
+			}
+			s.dispatchFaulted = true
+			return
+		}
+		if s.dispatchFaulted {
+			s.dispatchFaulted = false
+			s.log.Info("dispatch: writing consume-queue and index pages again; dispatching resumed", "offset", s.reputFrom)
+		}
 		if errors.Is(err, errPartial) {
 			return
 		}
@@ -107,6 +128,28 @@ func (s *Store) dispatchAvailable() {
 }
 
 var errPartial = errors.New("partial record at the end of the written data")
+
+// errMappedFault: a write to a mapped consume-queue or index page faulted.
+var errMappedFault = errors.New("store: fault writing a mapped page")
+
+// dispatchRecordSafe is dispatchRecord, except that a memory fault on a
+// mapped page (with debug.SetPanicOnFault, which dispatchLoop sets: a
+// sparse file the full file system cannot extend) is returned as
+// errMappedFault instead of crashing the broker. Any other panic is
+// re-raised.
+func (s *Store) dispatchRecordSafe(phy int64, v *protocol.RecordView) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("%w at %#x (record at %d): %v", errMappedFault, f.Addr(), phy, r)
+				return
+			}
+			panic(r)
+		}
+	}()
+	s.dispatchRecord(phy, v)
+	return nil
+}
 
 func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 	// Consecutive records mostly share a topic: reuse its string.

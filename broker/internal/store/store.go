@@ -112,14 +112,17 @@ type Store struct {
 	diskFull atomic.Bool
 	readOnly atomic.Bool
 
-	listener   atomic.Pointer[DispatchListener]
-	limit      atomic.Pointer[func() int64] // SetDispatchLimit; nil: dispatch all that is written
-	reputFrom  int64                        // dispatcher goroutine only (and Open)
-	indexFrom  int64                        // records below are already indexed (set by recovery)
-	lastTopic  string                       // dispatcher goroutine only
-	dispatched atomic.Int64
-	dmu        sync.Mutex
-	ddone      chan struct{}
+	listener  atomic.Pointer[DispatchListener]
+	limit     atomic.Pointer[func() int64] // SetDispatchLimit; nil: dispatch all that is written
+	reputFrom int64                        // dispatcher goroutine only (and Open)
+	// dispatchFaulted: the last dispatch stopped at a faulting page (disk
+	// full); dispatcher goroutine only.
+	dispatchFaulted bool
+	indexFrom       int64  // records below are already indexed (set by recovery)
+	lastTopic       string // dispatcher goroutine only
+	dispatched      atomic.Int64
+	dmu             sync.Mutex
+	ddone           chan struct{}
 	// runMu is held by the dispatcher while it dispatches and by the
 	// flush goroutine while it flushes queues and moves the checkpoint;
 	// Truncate takes it to stop both.
