@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,10 @@ const topic, queues = "Failover", 4
 // restarted, rejoins as slave (truncating what it wrote past the new
 // epoch's start) and catches up until it is back in the SyncStateSet. At
 // the end every message either client had acknowledged SEND_OK is read
-// from the final master and from its slave.
+// from the final master and from its slave, and no message of pkg/mqclient
+// (idempotent sends: its retries across the failover carry the same
+// stamp, which the promoted slave recognises) is stored twice; the
+// official client's duplicates are counted and logged.
 func TestFailoverSIGKILL(t *testing.T) {
 	n := kills
 	if v, err := strconv.Atoi(os.Getenv("FAILOVER_KILLS")); err == nil && v > 0 {
@@ -150,8 +154,21 @@ func TestFailoverSIGKILL(t *testing.T) {
 			t.Fatalf("read %s: %v", addr, err)
 		}
 		have := map[string]bool{}
+		copies := map[string]int{}
 		for _, msg := range msgs {
 			have[string(msg.Body)] = true
+			copies[string(msg.Body)]++
+		}
+		dups := map[string]int{}
+		for body, n := range copies {
+			if n > 1 {
+				client, _, _ := strings.Cut(body, "-")
+				dups[client] += n - 1
+			}
+		}
+		t.Logf("%s: %d messages stored twice or more by pkg/mqclient (idempotent), %d by the official client", addr, dups["mqclient"], dups["official"])
+		if dups["mqclient"] > 0 {
+			t.Errorf("%s holds %d duplicates of pkg/mqclient's messages", addr, dups["mqclient"])
 		}
 		var lost []string
 		for body := range acked {
@@ -225,8 +242,11 @@ func officialProducer(t *testing.T, ns string) rocketmq.Producer {
 
 func mqProducer(t *testing.T, ns string) *mqclient.Producer {
 	t.Helper()
+	// retries pinned to the killed master's queue wait 100 ms doubling to
+	// 1 s: 16 of them span the election, so a send in flight at the kill
+	// is retried on the new master (bounded by sendLoop's 10 s)
 	p, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("pg-mqclient"),
-		mqclient.WithSendTimeout(3*time.Second))
+		mqclient.WithSendTimeout(3*time.Second), mqclient.WithRetries(16))
 	if err != nil {
 		t.Fatal(err)
 	}

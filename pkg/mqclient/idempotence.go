@@ -27,7 +27,8 @@ import (
 // attempt was stored after all (its answer was lost), the message is then
 // stored in both queues. To avoid that, once an attempt's outcome is
 // unknown (timeout, connection closed after the request was written), the
-// producer keeps retrying that queue; it moves to another broker's queue
+// producer keeps retrying that queue, waiting 100 ms doubling up to 1 s
+// between those attempts (pinnedWait); it moves to another broker's queue
 // (and risks the duplicate) only when its broker cannot be reached at all
 // (dial refused) and the topic has queues on another broker.
 //
@@ -154,6 +155,23 @@ func (p *Producer) fence(err error) error {
 	p.idem.mu.Unlock()
 	p.s.logger.Error("mqclient: producer fenced by a newer instance; it sends nothing any more", "group", p.s.producerGroup, "instance", p.s.stableInstance, "err", err)
 	return f
+}
+
+// pinnedWait waits before retry attempt n of a pinned send: 100 ms,
+// doubling up to 1 s (Kafka's retry.backoff.ms is 100 ms). A pinned send
+// retries one broker, which just failed to answer: hammering it at once
+// gains nothing, while a restart or a failover to its slave takes a few
+// seconds. False when ctx ended first.
+func pinnedWait(ctx context.Context, n int) bool {
+	d := min(100*time.Millisecond<<min(n-1, 4), time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // otherBroker reports whether qs has a queue of a broker other than name:

@@ -478,6 +478,9 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 		if attempt > 0 && ctx.Err() != nil {
 			break
 		}
+		if pinned != nil && !pinnedWait(ctx, attempt) {
+			break
+		}
 		r, err := p.c.route(ctx, o.topic, p.s.autoCreate)
 		if err != nil {
 			lastErr = err
