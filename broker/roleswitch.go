@@ -264,6 +264,7 @@ func (b *Broker) follow(ctx context.Context, cm *controllerMode, m protocol.Mast
 		if err := b.store.Truncate(point); err != nil {
 			return fmt.Errorf("truncate to %d: %w (the store may have to be rebuilt from the master)", point, err)
 		}
+		b.idem.follower.Truncated(point)
 	}
 	if err := cm.epochs.Reset(entries); err != nil {
 		return fmt.Errorf("adopt the master's epochs: %w", err)

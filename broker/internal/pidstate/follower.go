@@ -50,6 +50,20 @@ func (f *Follower) Scanned() int64 {
 	return f.scanned
 }
 
+// Truncated tells the follower that the commit log was cut at end (a
+// demoted master dropping what the new master lacks), before anything is
+// appended past it again: the table forgets the runs past end and the
+// records appended from end on are applied. CatchUp notices a shorter log
+// by itself, but not one that grew back past the old end meanwhile.
+func (f *Follower) Truncated(end int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if end < f.scanned {
+		f.t.Truncate(end)
+		f.scanned = end
+	}
+}
+
 // CatchUp applies every record up to the commit log's current end (a
 // record still arriving by replication waits for the next call) and
 // returns the offset reached. A commit log shorter than what was applied

@@ -247,8 +247,8 @@ func (t *Table) Apply(id, epoch int64, key QueueKey, r Run, storeTime int64) {
 	s.q.record(r, true)
 }
 
-// Truncate forgets every run that reaches past end, the commit log end
-// after a truncation.
+// Truncate forgets every record past end, the commit log end after a
+// truncation (a run keeps the records before end).
 func (t *Table) Truncate(end int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -257,9 +257,17 @@ func (t *Table) Truncate(end int64) {
 			q.mu.Lock()
 			kept := q.runs[:0]
 			for _, r := range q.runs {
-				if r.End <= end {
-					kept = append(kept, r)
+				if r.End > end { // keep the records that end by end
+					n := 0
+					for n+1 < len(r.Phys) && r.Phys[n+1] <= end {
+						n++
+					}
+					if n == 0 || r.Phys[0] >= end {
+						continue
+					}
+					r.Phys, r.End = r.Phys[:n], r.Phys[n]
 				}
+				kept = append(kept, r)
 			}
 			q.runs = kept
 			q.mu.Unlock()

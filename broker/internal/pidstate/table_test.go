@@ -2,9 +2,13 @@ package pidstate
 
 import (
 	"errors"
+	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 var qk = QueueKey{Topic: "t", QueueID: 1}
@@ -114,7 +118,7 @@ func TestExpireAndSnapshot(t *testing.T) {
 		t.Fatalf("old epoch after reload: %v", err)
 	}
 	clock = clock.Add(time.Hour)
-	tb.Truncate(100) // the run ends at 200: forgotten
+	tb.Truncate(50) // the run's first record ends at 100: all forgotten
 	if dup, _ := send(t, tb, id, ep, 0, 1, 0, 0); dup != nil {
 		t.Error("a truncated run still answers duplicates")
 	}
@@ -124,5 +128,59 @@ func TestExpireAndSnapshot(t *testing.T) {
 	clock = clock.Add(3 * time.Hour)
 	if n := tb.Expire(2 * time.Hour); n != 1 || tb.Len() != 0 {
 		t.Errorf("expired %d, %d left", n, tb.Len())
+	}
+}
+
+// memLog is a commit log in memory for the follower.
+type memLog struct{ b []byte }
+
+func (l *memLog) ReadCommitLog(off int64, max int) ([]byte, error) {
+	return append([]byte(nil), l.b[off:min(int64(len(l.b)), off+int64(max))]...), nil
+}
+func (l *memLog) MaxPhyOffset() int64 { return int64(len(l.b)) }
+func (l *memLog) MinPhyOffset() int64 { return 0 }
+
+func (l *memLog) append(t *testing.T, st protocol.ProducerStamp, qo int64) {
+	t.Helper()
+	m := &protocol.MessageExt{QueueID: 1, QueueOffset: qo, BornTimestamp: 5, StoreTimestamp: 6}
+	m.Topic, m.Body = "t", []byte("x")
+	m.Properties = map[string]string{protocol.PropProducerStamp: st.String()}
+	m.CommitLogOffset = int64(len(l.b))
+	m.BornHost = netip.MustParseAddrPort("127.0.0.1:1")
+	m.StoreHost = m.BornHost
+	rec, err := protocol.AppendStored(nil, m, protocol.EncodeProperties(m.Properties))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.b = append(l.b, rec...)
+}
+
+func TestFollowerRebuildsAndTruncates(t *testing.T) {
+	log := &memLog{}
+	st := protocol.ProducerStamp{ProducerID: 9, Epoch: 1}
+	for i := range 3 { // one batch: same born time, adjacent, consecutive
+		st.Sequence = int64(i)
+		log.append(t, st, int64(i))
+	}
+	cut := int64(len(log.b))
+	st.Sequence = 3
+	log.append(t, st, 3)
+	tb := New()
+	f := NewFollower(tb, log, 1<<30, 0, slog.New(slog.DiscardHandler))
+	if got := f.CatchUp(); got != int64(len(log.b)) {
+		t.Fatalf("caught up to %d of %d", got, len(log.b))
+	}
+	if dup, _ := send(t, tb, 9, 1, 0, 3, 0, 0); dup == nil || dup.Count() != 4 {
+		t.Fatalf("the batch read back record by record: %+v", dup)
+	}
+	f.Truncated(cut)
+	if dup, _ := send(t, tb, 9, 1, 3, 1, 0, 0); dup != nil {
+		t.Error("a truncated record still counts as stored")
+	}
+	if dup, _ := send(t, tb, 9, 1, 1, 1, 0, 0); dup == nil {
+		t.Error("a record before the truncation point was forgotten")
+	}
+	if f.Scanned() != cut {
+		t.Errorf("scanned %d after truncation to %d", f.Scanned(), cut)
 	}
 }
