@@ -200,7 +200,7 @@ func (b *Broker) putIdempotent(c *remoting.Conn, req *protocol.Command, st proto
 	resp := put()
 	switch resp.Code {
 	case protocol.Success, protocol.FlushDiskTimeout, protocol.FlushSlaveTimeout, protocol.SlaveNotAvailable: // stored
-		r := pidstate.Run{FirstSeq: st.Sequence, QueueOffset: msgs[0].QueueOffset, Born: msgs[0].BornTimestamp}
+		r := pidstate.Run{FirstSeq: st.Sequence, QueueOffset: msgs[0].QueueOffset, Born: msgs[0].BornTimestamp, Phys: make([]int64, 0, len(msgs))}
 		for _, m := range msgs {
 			r.Phys = append(r.Phys, m.CommitLogOffset)
 		}

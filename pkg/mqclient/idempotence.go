@@ -215,25 +215,41 @@ func (o *outgoing) wireProps() string {
 }
 
 // wireBody returns o's body for an attempt: a batch's items each carry
-// their own stamp, consecutive from the batch's sequence.
+// their own stamp, consecutive from the batch's sequence, after their
+// other properties; without a stamp (a broker without the feature) the
+// plain batch.
 func (o *outgoing) wireBody() ([]byte, error) {
-	if !o.batch || o.stamp == nil {
+	if !o.batch || o.items == nil {
+		return o.body, nil
+	}
+	if o.stamp == nil {
+		if o.body == nil {
+			items := make([]protocol.BatchItem, len(o.items))
+			for i, it := range o.items {
+				items[i] = protocol.BatchItem{Flag: it.flag, Body: it.body, Properties: it.props}
+			}
+			body, err := protocol.AppendBatch(nil, items)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+			}
+			o.body = body
+		}
 		return o.body, nil
 	}
 	if o.stamped != nil {
 		return o.stamped, nil
 	}
-	items := make([]protocol.BatchItem, len(o.items))
+	size := 0
+	for _, it := range o.items {
+		size += protocol.BatchItemLen(len(it.body), len(it.props)+protocol.MaxStampPropertyLen)
+	}
+	dst := make([]byte, 0, size)
+	var sp [protocol.MaxStampPropertyLen]byte
 	for i, it := range o.items {
 		st := o.stamp.st
 		st.Sequence += int64(i)
-		it.props[protocol.PropProducerStamp] = st.String()
-		items[i] = protocol.BatchItem{Flag: it.flag, Body: it.body, Properties: protocol.EncodeProperties(it.props)}
+		dst = protocol.AppendBatchItem(dst, it.flag, it.body, it.props, protocol.AppendStampProperty(sp[:0], st))
 	}
-	body, err := protocol.AppendBatch(nil, items)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
-	}
-	o.stamped = body
-	return body, nil
+	o.stamped = dst
+	return dst, nil
 }

@@ -200,23 +200,26 @@ func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
 	e, px := lossyEnv(t, rate)
 	topic := e.Topic(t, 4)
 	ctx := context.Background()
-	p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("lossy")), mqclient.WithSendTimeout(300*time.Millisecond), mqclient.WithRetries(5))
+	p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("lossy")), mqclient.WithSendTimeout(500*time.Millisecond), mqclient.WithRetries(8))
+	var acked sync.Map
 	sent := sendAll(t, n, 16, func(i int) error {
-		_, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte("m" + strconv.Itoa(i))})
+		body := "m" + strconv.Itoa(i)
+		_, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte(body)})
+		if err == nil {
+			acked.Store(body, true)
+		}
 		return err
 	})
 	dropped := px.Dropped()
 	tidetest.WaitFor(t, 10*time.Second, "dispatch of every stored message", func() bool { return e.stored(t, topic) >= sent })
-	stored := e.stored(t, topic)
-	t.Logf("mqclient (idempotent): %d sends, %d reported sent, %d answers dropped, %d stored, %d duplicates", n, sent, dropped, stored, stored-sent)
+	dups, missing, distinct := countCopies(e.storedBodies(t, topic), &acked)
+	t.Logf("mqclient (idempotent): %d sends, %d reported sent, %d answers dropped, %d distinct messages stored, %d duplicates, %d acknowledged missing",
+		n, sent, dropped, distinct, dups, missing)
 	if dropped == 0 {
 		t.Fatal("the proxy dropped no answer: the test proves nothing")
 	}
-	if sent != int64(n) {
-		t.Errorf("%d of %d sends failed", int64(n)-sent, n)
-	}
-	if stored != sent {
-		t.Errorf("stored %d messages for %d sends: %d duplicates", stored, sent, stored-sent)
+	if dups != 0 || missing != 0 {
+		t.Errorf("%d duplicates, %d acknowledged messages missing", dups, missing)
 	}
 
 	// the official client through the same proxy
@@ -224,7 +227,7 @@ func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
 	otopic := e.Topic(t, 4)
 	op, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{e.NameServer})),
 		producer.WithGroupName(tidetest.Name("lossy-official")), producer.WithInstanceName(tidetest.Name("i")),
-		producer.WithRetry(5), producer.WithSendMsgTimeout(300*time.Millisecond))
+		producer.WithRetry(8), producer.WithSendMsgTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,18 +236,24 @@ func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
 	}
 	defer op.Shutdown()
 	before := px.Dropped()
+	var oacked sync.Map
 	osent := sendAll(t, official, 16, func(i int) error {
-		res, err := op.SendSync(ctx, primitive.NewMessage(otopic, []byte("o"+strconv.Itoa(i))))
+		body := "o" + strconv.Itoa(i)
+		res, err := op.SendSync(ctx, primitive.NewMessage(otopic, []byte(body)))
 		if err == nil && res.Status != primitive.SendOK {
 			return fmt.Errorf("status %v", res.Status)
+		}
+		if err == nil {
+			oacked.Store(body, true)
 		}
 		return err
 	})
 	odropped := px.Dropped() - before
 	tidetest.WaitFor(t, 10*time.Second, "dispatch of the official client's messages", func() bool { return e.stored(t, otopic) >= osent })
-	ostored := e.stored(t, otopic)
-	t.Logf("official client v2.1.2: %d sends, %d reported sent, %d answers dropped, %d stored, %d duplicates", official, osent, odropped, ostored, ostored-osent)
-	if odropped > 0 && ostored <= osent {
+	odups, omissing, odistinct := countCopies(e.storedBodies(t, otopic), &oacked)
+	t.Logf("official client v2.1.2: %d sends, %d reported sent, %d answers dropped, %d distinct messages stored, %d duplicates, %d acknowledged missing",
+		official, osent, odropped, odistinct, odups, omissing)
+	if odropped > 0 && odups == 0 {
 		t.Errorf("the official client stored no duplicate although %d answers were dropped", odropped)
 	}
 }
@@ -351,25 +360,31 @@ func TestNoDuplicatesAcrossBrokerRestart(t *testing.T) {
 	wg.Wait()
 
 	tidetest.WaitFor(t, 10*time.Second, "dispatch", func() bool { return e.stored(t, topic) >= ok.Load() })
-	bodies := e.storedBodies(t, topic)
-	dups, missing := 0, 0
-	for _, n := range bodies {
-		if n > 1 {
-			dups += n - 1
-		}
-	}
-	okBodies.Range(func(k, _ any) bool {
-		if bodies[k.(string)] == 0 {
-			missing++
-		}
-		return true
-	})
+	dups, missing, distinct := countCopies(e.storedBodies(t, topic), &okBodies)
 	t.Logf("restart: %d sends OK, %d failed, %d answers dropped, %d distinct bodies stored, %d duplicates, %d OK sends missing",
-		ok.Load(), failed.Load(), px.Dropped(), len(bodies), dups, missing)
+		ok.Load(), failed.Load(), px.Dropped(), distinct, dups, missing)
 	if px.Dropped() == 0 {
 		t.Error("the proxy dropped no answer")
 	}
 	if dups != 0 || missing != 0 {
 		t.Errorf("%d duplicates, %d acknowledged messages missing", dups, missing)
 	}
+}
+
+// countCopies returns the extra copies in bodies (body -> times stored),
+// how many acknowledged bodies are not stored, and how many distinct ones
+// are.
+func countCopies(bodies map[string]int, acked *sync.Map) (dups, missing, distinct int) {
+	for _, n := range bodies {
+		if n > 1 {
+			dups += n - 1
+		}
+	}
+	acked.Range(func(k, _ any) bool {
+		if bodies[k.(string)] == 0 {
+			missing++
+		}
+		return true
+	})
+	return dups, missing, len(bodies)
 }

@@ -167,11 +167,12 @@ type outgoing struct {
 	stamped []byte      // the batch body encoded with stamp
 }
 
-// batchItem is one message of a batch before encoding.
+// batchItem is one message of a batch before encoding: props are its
+// encoded properties without the stamp.
 type batchItem struct {
 	flag  int32
 	body  []byte
-	props map[string]string
+	props string
 }
 
 func (p *Producer) encode(msg *Message) (*outgoing, error) {
@@ -354,7 +355,6 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 	}
 	items := make([]protocol.BatchItem, 0, len(msgs))
 	ids := make([]string, 0, len(msgs))
-	var raw []batchItem
 	for i, m := range msgs {
 		switch {
 		case m == nil:
@@ -372,9 +372,25 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 		delete(props, protocol.PropProducerStamp)
 		ids = append(ids, id)
 		items = append(items, protocol.BatchItem{Flag: m.Flag, Body: m.Body, Properties: protocol.EncodeProperties(props)})
-		if p.idem != nil {
-			raw = append(raw, batchItem{flag: m.Flag, body: m.Body, props: props})
+	}
+	o := &outgoing{topic: topic, props: map[string]string{}, batch: true,
+		msgID: strings.Join(ids, ","), sharded: msgs[0].ShardingKey != "", msg: msgs[0]}
+	if p.idem != nil {
+		// encoded per attempt with the stamps (wireBody): check the size
+		// it will have
+		o.items = make([]batchItem, len(items))
+		size := 0
+		for i, it := range items {
+			if len(it.Properties)+protocol.MaxStampPropertyLen > protocol.MaxPropertiesLength {
+				return nil, fmt.Errorf("%w: batch message %d: properties exceed %d bytes", ErrInvalidMessage, i, protocol.MaxPropertiesLength)
+			}
+			o.items[i] = batchItem{flag: it.Flag, body: it.Body, props: it.Properties}
+			size += protocol.BatchItemLen(len(it.Body), len(it.Properties)+protocol.MaxStampPropertyLen)
 		}
+		if size > p.s.maxMessageSize {
+			return nil, fmt.Errorf("%w: batch of %d bytes exceeds %d", ErrInvalidMessage, size, p.s.maxMessageSize)
+		}
+		return o, nil
 	}
 	body, err := protocol.AppendBatch(nil, items)
 	if err != nil {
@@ -383,8 +399,8 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 	if len(body) > p.s.maxMessageSize {
 		return nil, fmt.Errorf("%w: batch of %d bytes exceeds %d", ErrInvalidMessage, len(body), p.s.maxMessageSize)
 	}
-	return &outgoing{topic: topic, body: body, props: map[string]string{}, batch: true, items: raw,
-		msgID: strings.Join(ids, ","), sharded: msgs[0].ShardingKey != "", msg: msgs[0]}, nil
+	o.body = body
+	return o, nil
 }
 
 // Recall cancels a pending timer message (one sent with DeliverAt) by

@@ -199,8 +199,9 @@ func (s *Slot) Forget(r *Run) {
 	}
 }
 
-// Record remembers a stored run. Records already known are ignored, so
-// the send path and the follower may both record the same messages.
+// Record remembers a stored run; the table owns r.Phys from then on.
+// Records already known are ignored, so the send path and the follower
+// may both record the same messages.
 func (s *Slot) Record(r Run) { s.q.record(r, false) }
 
 // record adds r. With merge (records read back one by one) a record that
@@ -225,7 +226,6 @@ func (q *queueState) record(r Run, merge bool) {
 			return
 		}
 	}
-	r.Phys = append([]int64(nil), r.Phys...)
 	q.runs = append(q.runs, r)
 	sort.Slice(q.runs, func(i, j int) bool { return q.runs[i].FirstSeq < q.runs[j].FirstSeq })
 	for len(q.runs) > MaxRuns {

@@ -29,15 +29,7 @@ func AppendBatch(dst []byte, items []BatchItem) ([]byte, error) {
 		if len(it.Properties) > MaxPropertiesLength {
 			return dst, fmt.Errorf("%w: batch item %d: properties of %d bytes exceed %d", ErrMalformed, i, len(it.Properties), MaxPropertiesLength)
 		}
-		be := binary.BigEndian
-		dst = be.AppendUint32(dst, uint32(20+len(it.Body)+2+len(it.Properties)))
-		dst = be.AppendUint32(dst, 0)
-		dst = be.AppendUint32(dst, 0)
-		dst = be.AppendUint32(dst, uint32(it.Flag))
-		dst = be.AppendUint32(dst, uint32(len(it.Body)))
-		dst = append(dst, it.Body...)
-		dst = be.AppendUint16(dst, uint16(len(it.Properties)))
-		dst = append(dst, it.Properties...)
+		dst = AppendBatchItem(dst, it.Flag, it.Body, it.Properties, nil)
 	}
 	return dst, nil
 }
@@ -79,4 +71,26 @@ func DecodeBatch(buf []byte) ([]BatchItem, error) {
 		off += int(total)
 	}
 	return items, nil
+}
+
+// BatchItemLen returns the encoded length of a batch item with a body of
+// bodyLen bytes and properties of propsLen bytes (AppendBatch's layout).
+func BatchItemLen(bodyLen, propsLen int) int { return 20 + bodyLen + 2 + propsLen }
+
+// AppendBatchItem appends one batch item (AppendBatch's layout) whose
+// properties are props followed by extra (already encoded, e.g. by
+// AppendStampProperty): a producer adds its per-message stamp without
+// encoding the other properties again.
+func AppendBatchItem(dst []byte, flag int32, body []byte, props string, extra []byte) []byte {
+	be := binary.BigEndian
+	plen := len(props) + len(extra)
+	dst = be.AppendUint32(dst, uint32(BatchItemLen(len(body), plen)))
+	dst = be.AppendUint32(dst, 0)
+	dst = be.AppendUint32(dst, 0)
+	dst = be.AppendUint32(dst, uint32(flag))
+	dst = be.AppendUint32(dst, uint32(len(body)))
+	dst = append(dst, body...)
+	dst = be.AppendUint16(dst, uint16(plen))
+	dst = append(dst, props...)
+	return append(dst, extra...)
 }

@@ -76,15 +76,22 @@ func (s ProducerStamp) String() string {
 // (or a producer id <= 0, or a negative epoch or sequence) is ErrBadField.
 func ParseProducerStamp(v string) (ProducerStamp, error) {
 	var s ProducerStamp
-	parts := strings.Split(v, ":")
-	if len(parts) != 3 {
-		return s, fmt.Errorf("%w: %s=%q is not producerId:epoch:sequence", ErrBadField, PropProducerStamp, v)
+	bad := func() error {
+		return fmt.Errorf("%w: %s=%q is not producerId:epoch:sequence", ErrBadField, PropProducerStamp, v)
 	}
 	var nums [3]int64
-	for i, p := range parts {
-		n, err := strconv.ParseInt(p, 10, 64)
+	rest := v
+	for i := range nums {
+		part := rest
+		if i < 2 {
+			var ok bool
+			if part, rest, ok = strings.Cut(rest, ":"); !ok {
+				return s, bad()
+			}
+		}
+		n, err := strconv.ParseInt(part, 10, 64)
 		if err != nil || n < 0 {
-			return s, fmt.Errorf("%w: %s=%q is not producerId:epoch:sequence", ErrBadField, PropProducerStamp, v)
+			return s, bad()
 		}
 		nums[i] = n
 	}
@@ -146,4 +153,21 @@ func (h *InitProducerIDResponseHeader) Decode(ext map[string]string) error {
 		r.err = fmt.Errorf("%w: producerId=%d", ErrBadField, h.ProducerID)
 	}
 	return r.err
+}
+
+// MaxStampPropertyLen bounds the encoded stamp property
+// (TIDE_PSEQ 0x01 <3 int64s and 2 colons> 0x02).
+const MaxStampPropertyLen = len(PropProducerStamp) + 1 + 3*19 + 2 + 1
+
+// AppendStampProperty appends the stamp as an encoded property
+// (PropProducerStamp 0x01 value 0x02), to follow other encoded properties.
+func AppendStampProperty(dst []byte, s ProducerStamp) []byte {
+	dst = append(dst, PropProducerStamp...)
+	dst = append(dst, NameValueSeparator)
+	dst = strconv.AppendInt(dst, s.ProducerID, 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, s.Epoch, 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, s.Sequence, 10)
+	return append(dst, PropertySeparator)
 }

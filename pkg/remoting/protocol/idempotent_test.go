@@ -138,3 +138,24 @@ func FuzzParseProducerStamp(f *testing.F) {
 		}
 	})
 }
+
+func TestStampPropertyAndBatchItem(t *testing.T) {
+	st := ProducerStamp{ProducerID: 1<<63 - 1, Epoch: 1<<63 - 1, Sequence: 1<<63 - 1}
+	sp := AppendStampProperty(nil, st)
+	if len(sp) != MaxStampPropertyLen {
+		t.Errorf("the longest stamp property has %d bytes, MaxStampPropertyLen %d", len(sp), MaxStampPropertyLen)
+	}
+	props := EncodeProperties(map[string]string{PropUniqKey: "u1", PropTags: "t"})
+	body := AppendBatchItem(nil, 3, []byte("hi"), props, sp)
+	if len(body) != BatchItemLen(2, len(props)+len(sp)) {
+		t.Errorf("item of %d bytes, BatchItemLen says %d", len(body), BatchItemLen(2, len(props)+len(sp)))
+	}
+	items, err := DecodeBatch(body)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("DecodeBatch: %v %v", items, err)
+	}
+	p := DecodeProperties(items[0].Properties)
+	if p[PropUniqKey] != "u1" || p[PropTags] != "t" || p[PropProducerStamp] != st.String() || items[0].Flag != 3 || string(items[0].Body) != "hi" {
+		t.Errorf("item %+v properties %q", items[0], p)
+	}
+}
