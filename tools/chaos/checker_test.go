@@ -169,6 +169,36 @@ func TestCheck(t *testing.T) {
 			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 5})
 			h.drained()
 		}, "offset-back:g:plain/b/0"},
+		{"offset moved back by the broker", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 665})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 664})
+			h.drained()
+			// Read from the broker's log after the drain, with its time.
+			h.add(Event{Time: h.t0, Process: "b2", Type: OK, Op: OpOffsetMoved, Group: "g", Queue: "plain/b/0", Offset: 664, Detail: "requested 665"})
+		}, ""},
+		{"offset back further than the broker moved it", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 665})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 600})
+			h.drained()
+			h.add(Event{Time: h.t0, Process: "b2", Type: OK, Op: OpOffsetMoved, Group: "g", Queue: "plain/b/0", Offset: 664, Detail: "requested 665"})
+		}, "offset-back:g:plain/b/0"},
+		{"offset moved for another queue", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 665})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 664})
+			h.drained()
+			h.add(Event{Time: h.t0, Process: "b2", Type: OK, Op: OpOffsetMoved, Group: "g", Queue: "plain/b/1", Offset: 664, Detail: "requested 665"})
+		}, "offset-back:g:plain/b/0"},
+		{"offset reset by the operator", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 665})
+			h.add(Event{Process: "operator", Type: Invoke, Op: OpReset, Group: "g", Queue: "plain/b/0"})
+			h.add(Event{Process: "operator", Type: OK, Op: OpReset, Group: "g", Queue: "plain/b/0", Offset: 600})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 600})
+			h.drained()
+		}, ""},
+		{"a daemon crashed", func(h *hist) {
+			h.add(Event{Process: "master", Type: Info, Op: OpCrash, Detail: "signal: bus error"})
+			h.drained()
+		}, "crash::master"},
 		{"offset back across a master restart", func(h *hist) {
 			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 7})
 			h.add(Event{Process: "nemesis", Type: Invoke, Op: OpFault, Fault: FKill, Target: "master"})
@@ -341,5 +371,17 @@ func TestScheduleReproducible(t *testing.T) {
 	}
 	if same {
 		t.Error("seeds 7 and 8 gave the same schedule")
+	}
+}
+
+func TestParseOffsetMove(t *testing.T) {
+	line := `time=2026-12-01T22:08:05.253Z level=WARN msg="pull offset moved" broker=chaos-a group=chaos-official topic=chaos-plain queue=1 requested=665 next=664 status=OFFSET_OVERFLOW_BADLY`
+	e, at, ok := parseOffsetMove(line)
+	if !ok || e.Group != "chaos-official" || e.Queue != "chaos-plain/chaos-a/1" || e.Offset != 664 || e.Detail != "requested 665" ||
+		at.Format("15:04:05.000") != "22:08:05.253" {
+		t.Fatalf("parsed %+v at %v ok=%v", e, at, ok)
+	}
+	if _, _, ok := parseOffsetMove(`time=2026-12-01T22:08:05.253Z level=WARN msg="request refused" broker=chaos-a`); ok {
+		t.Fatal("parsed an unrelated line")
 	}
 }

@@ -160,7 +160,7 @@ func BrokerConfig(mode string) map[string]string {
 		"brokerRole":    "SYNC_MASTER (slave: SLAVE)",
 		"flushDiskType": "SYNC_FLUSH",
 		"slaveTimeout":  "3000",
-		"store":         "tmpfs per broker; diskSpaceWarningLevelRatio 90, diskMaxUsedSpaceRatio and diskSpaceCleanForciblyRatio 100",
+		"store":         "ext4 on a loop device in RAM per broker; diskSpaceWarningLevelRatio 90, diskMaxUsedSpaceRatio and diskSpaceCleanForciblyRatio 100",
 	}
 	if mode == ModeController {
 		cfg["brokerRole"] = "SYNC_MASTER flavour, roles from 3 controllers"
@@ -171,13 +171,14 @@ func BrokerConfig(mode string) map[string]string {
 	return cfg
 }
 
-// StoreDir returns the store root (a tmpfs of its own) of broker host
-// "master" or "slave".
+// StoreDir returns the store root (a file system of its own, mountStore)
+// of broker host "master" or "slave".
 func (c *Cluster) StoreDir(host string) string { return filepath.Join(c.dir, host, "store") }
 
 // StartCluster creates the hosts on net, writes the configurations under
 // dir and starts every process, waiting until each listens. Each broker's
-// store is a tmpfs of storeMiB (disk-full faults fill it).
+// store is a file system of storeMiB (mountStore; disk faults fill or
+// throttle it).
 func StartCluster(net *Network, bins Binaries, dir string, storeMiB int, mode string) (*Cluster, error) {
 	c := &Cluster{Net: net, Mode: mode, BrokerName: "chaos-a", dir: dir}
 	var nsAddrs []string
@@ -224,12 +225,15 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int, mode st
 		if err := os.MkdirAll(pdir, 0o755); err != nil {
 			return c, err
 		}
-		if err := mountStore(c.StoreDir(b.name), storeMiB); err != nil {
+		mounts, err := mountStore(c.StoreDir(b.name), storeMiB)
+		if err != nil {
 			return c, err
 		}
-		c.mounts = append(c.mounts, c.StoreDir(b.name))
-		if err := net.TrackMount(c.StoreDir(b.name)); err != nil {
-			return c, err
+		c.mounts = append(c.mounts, mounts...)
+		for _, m := range mounts {
+			if err := net.TrackMount(m); err != nil {
+				return c, err
+			}
 		}
 		conf := filepath.Join(pdir, "broker.conf")
 		lines := []string{
@@ -421,7 +425,5 @@ func (c *Cluster) Stop() {
 			_ = p.Kill()
 		}
 	}
-	for _, m := range c.mounts {
-		_ = unmountStore(m)
-	}
+	_ = unmountStore(c.mounts)
 }

@@ -38,6 +38,17 @@ const (
 	OpDrain   = "drain"   // the consumers' drain ended (ok: all seen; info: deadline)
 	OpOffset  = "offset"  // a group's committed offset of a queue, read from the master, when it changed
 	OpMaster  = "master"  // the NameServers route another broker as master (Detail: its address)
+	// OpOffsetMoved is a broker's PULL_OFFSET_MOVED answer to a group's
+	// pull of Queue (Offset: the offset it told the consumer to move to,
+	// Detail: the offset asked for), read from the broker's log after the
+	// drain: these events come last in a history, with the log's times.
+	OpOffsetMoved = "offset-moved"
+	// OpReset is an operator's reset of a group's committed offset of a
+	// queue (offset-reset fault; Offset: the offset after it).
+	OpReset = "offset-reset"
+	// OpCrash is a daemon that exited without being killed by a fault
+	// (Process: its name, Detail: how it ended).
+	OpCrash = "crash"
 )
 
 // Event is one line of a history file (JSON lines).
@@ -115,9 +126,15 @@ func NewRecorder(path string) (*Recorder, error) {
 // Record stamps e with the current time and the next index and writes it.
 // It returns the stamped event.
 func (r *Recorder) Record(e Event) Event {
+	return r.RecordAt(e, time.Now())
+}
+
+// RecordAt records e with time at: an event observed earlier (a daemon's
+// log line) and recorded now.
+func (r *Recorder) RecordAt(e Event, at time.Time) Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.Time = time.Now()
+	e.Time = at
 	r.n++
 	e.Index = r.n
 	r.count[e.Op+"/"+e.Type]++

@@ -275,6 +275,11 @@ func (n *Network) teardown() {
 	}
 	_ = exec.Command("ip", "link", "del", n.rootLink()).Run()
 	prefix := fmt.Sprintf("chaos-%d-", n.ID)
+	if cgs, err := filepath.Glob(filepath.Join(blkioRoot, prefix+"*")); err == nil {
+		for _, cg := range cgs {
+			_ = os.Remove(cg) // slow-disk cgroups; their processes are gone
+		}
+	}
 	entries, _ := os.ReadDir("/var/run/netns")
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {

@@ -21,11 +21,12 @@ type Process struct {
 	Argv    []string
 	LogPath string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
-	paused bool
-	starts int
+	mu      sync.Mutex
+	onCrash func(p *Process, state string)
+	cmd     *exec.Cmd
+	done    chan struct{}
+	paused  bool
+	starts  int
 }
 
 // Start runs the process; it returns once it was spawned.
@@ -55,11 +56,46 @@ func (p *Process) Start() error {
 	p.cmd, p.done, p.paused = cmd, done, false
 	p.starts++
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		p.mu.Lock()
+		crashed := p.cmd == cmd // Kill forgets cmd before it signals
+		if crashed {
+			p.cmd, p.done, p.paused = nil, nil, false
+		}
+		onCrash := p.onCrash
+		p.mu.Unlock()
+		state := "exited"
+		if err != nil {
+			state = err.Error()
+		}
+		if crashed {
+			fmt.Fprintf(logf, "----- chaos: %s crashed %s: %s\n", p.Name, time.Now().Format(time.RFC3339Nano), state)
+		}
 		logf.Close()
 		close(done)
+		if crashed && onCrash != nil {
+			onCrash(p, state)
+		}
 	}()
 	return nil
+}
+
+// SetOnCrash sets fn to be called (from a goroutine of its own) when the
+// process exits without being killed by Kill: a crash.
+func (p *Process) SetOnCrash(fn func(p *Process, state string)) {
+	p.mu.Lock()
+	p.onCrash = fn
+	p.mu.Unlock()
+}
+
+// Pid returns the running process's id, 0 if it is not running.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // Running reports whether the process is up (paused counts as up).

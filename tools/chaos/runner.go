@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer net.Close()
 	say("network 10.21.%d.0/24 (namespaces chaos-%d-*)", net.ID, net.ID)
-	// the stores are tmpfs: room for the commit log of the whole run
+	// the stores live in RAM: room for the commit log of the whole run
 	// (about 60 KB/s of workload) well below the 90 % write limit
 	storeMiB := 512 + int(o.Duration.Hours()*600)
 	cl, err := StartCluster(net, bins, o.Dir, storeMiB, o.Mode)
@@ -126,6 +126,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		cfg[k] = v
 	}
 	rec.Record(Event{Process: "runner", Type: OK, Op: OpSetup, Groups: Groups, Ordered: []string{GroupOrdered}, Config: cfg})
+	for _, p := range cl.Procs() {
+		p.SetOnCrash(func(p *Process, state string) {
+			rec.Record(Event{Process: p.Name, Type: Info, Op: OpCrash, Detail: state})
+			say("CRASH: %s %s (log %s)", p.Name, state, p.LogPath)
+		})
+	}
 
 	sched := Schedule(o.Seed, o.Duration, ConsumerInstances, o.Mode)
 	if err := writeSchedule(filepath.Join(o.Dir, "schedule.txt"), o.Seed, sched); err != nil {
@@ -178,6 +184,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rec.Record(Event{Process: "runner", Type: Info, Op: OpDrain, Detail: fmt.Sprintf("%d deliveries missing at the deadline", missing)})
 	}
 	wl.Close(context.Background())
+	if _, err := recordOffsetMoves(rec, o.Dir); err != nil {
+		say("reading the brokers' offset moves: %v", err)
+	}
 	if err := rec.Close(); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -215,6 +224,8 @@ type injector struct {
 	wl  *Workload
 	rec *Recorder
 	say func(string, ...any)
+
+	slowPid int // the broker a slow-disk fault throttles
 }
 
 func (in *injector) apply(ctx context.Context, f Fault) {
@@ -289,6 +300,20 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 	case FDiskFull:
 		_, err := FillDisk(in.cl.StoreDir(f.Target), DiskFullPct)
 		return err
+	case FDiskFull100:
+		_, err := FillDisk(in.cl.StoreDir(f.Target), 100)
+		return err
+	case FSlowDisk:
+		p := in.cl.Proc(f.Target)
+		if p == nil || p.Pid() == 0 {
+			return fmt.Errorf("slow-disk: %s is not running", f.Target)
+		}
+		in.slowPid = p.Pid()
+		return SlowDisk(in.cgroup(f.Target), p.Pid(), in.cl.StoreDir(f.Target), f.WriteKBps<<10, f.WriteIOPS)
+	case FOffsetReset:
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		return in.wl.ResetOffsets(sctx, f.Target, time.Now().Add(-time.Duration(f.BackSec)*time.Second))
 	}
 	return fmt.Errorf("unknown fault %q", f.Kind)
 }
@@ -303,11 +328,22 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return in.wl.StartConsumer(sctx, f.Target)
-	case FDiskFull:
+	case FDiskFull, FDiskFull100:
 		return FreeDisk(in.cl.StoreDir(f.Target))
+	case FSlowDisk:
+		pid := in.slowPid
+		in.slowPid = 0
+		return FastDisk(in.cgroup(f.Target), pid)
+	case FOffsetReset:
+		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		return in.wl.StartGroup(sctx, f.Target)
 	}
 	return nil
 }
+
+// cgroup names the blkio cgroup of a slow-disk fault on broker host.
+func (in *injector) cgroup(host string) string { return fmt.Sprintf("chaos-%d-%s", in.net.ID, host) }
 
 // resolve maps the host names of a fault ("+"-joined for bridges) to
 // the cluster's hosts.
@@ -326,7 +362,7 @@ func (in *injector) resolve(ctx context.Context, names string) string {
 func (in *injector) healAll(ctx context.Context) error {
 	errs := []error{in.net.Heal()}
 	for _, b := range in.cl.Brokers {
-		errs = append(errs, FreeDisk(in.cl.StoreDir(b.Host)))
+		errs = append(errs, FreeDisk(in.cl.StoreDir(b.Host)), FastDisk(in.cgroup(b.Host), b.Pid()))
 	}
 	errs = append(errs, in.cl.Heal())
 	for _, name := range ConsumerInstances {

@@ -20,6 +20,20 @@ const (
 	// joined by "+") that cannot reach each other; the clients reach both,
 	// the bridge between them (Jepsen's bridge partition).
 	FBridge = "bridge"
+	// FDiskFull100 fills a broker's store file system completely: writes
+	// inside the store fail with ENOSPC, not only the broker's refusal
+	// above diskSpaceWarningLevelRatio.
+	FDiskFull100 = "disk-full-100"
+	// FSlowDisk throttles a broker's writes to its store's block device
+	// (blkio cgroup): fsyncs, so SYNC_FLUSH sends, wait.
+	FSlowDisk = "slow-disk"
+	// FOffsetReset is an operator resetting a clustering group's offsets
+	// back in time (Target: the group): its consumers are stopped, every
+	// queue's committed offset is reset to the first message stored at or
+	// after a point BackSec seconds ago, and the consumers start again
+	// when the fault ends. The group must get every message again from
+	// there (duplicates), never lose one.
+	FOffsetReset = "offset-reset"
 )
 
 // DiskFullPct is how full a disk-full fault makes a broker's store file
@@ -31,6 +45,15 @@ const DiskFullPct = 96
 // partitions drawn become bridges (a second random source decides, so
 // adding bridges did not change the other faults of a seed).
 var FaultKinds = []string{FKill, FPause, FIsolate, FPartition, FOneWay, FSlowLink, FConsumerRestart, FDiskFull}
+
+// LaterFaultKinds were added after the campaigns of the first figures: a
+// third random source replaces about a fifth of the faults drawn with
+// one of them, so the other faults of a seed stay where they were.
+var LaterFaultKinds = []string{FDiskFull100, FSlowDisk, FOffsetReset}
+
+// offsetResetGroups are the groups an offset-reset fault may rewind (the
+// Tide client's clustering groups: their instances can be stopped).
+var offsetResetGroups = []string{GroupAll, GroupOrdered}
 
 // Fault is one step of a schedule: at At (from the campaign's start) the
 // fault begins; it is healed Dur later, then the cluster gets Gap of quiet.
@@ -45,6 +68,9 @@ type Fault struct {
 	// share of packets dropped at random
 	RateKbit, LatencyMS int
 	LossPct             float64
+	// slow-disk: the write limits; offset-reset: how far back
+	WriteKBps, WriteIOPS int
+	BackSec              int
 }
 
 func (f Fault) String() string {
@@ -52,8 +78,13 @@ func (f Fault) String() string {
 	if f.Peer != "" {
 		s += "->" + f.Peer
 	}
-	if f.Kind == FSlowLink {
+	switch f.Kind {
+	case FSlowLink:
 		s += fmt.Sprintf(" rate=%dkbit latency=%dms loss=%.1f%%", f.RateKbit, f.LatencyMS, f.LossPct)
+	case FSlowDisk:
+		s += fmt.Sprintf(" write=%dKiB/s iops=%d", f.WriteKBps, f.WriteIOPS)
+	case FOffsetReset:
+		s += fmt.Sprintf(" back=%ds", f.BackSec)
 	}
 	return s + fmt.Sprintf(" for %v", f.Dur)
 }
@@ -96,6 +127,7 @@ func Schedule(seed int64, d time.Duration, consumers []string, mode string) []Fa
 	processTargets, hostTargets, brokerTargets, netPeers := tg.process, tg.host, tg.broker, tg.net
 	rng := rand.New(rand.NewSource(seed))
 	alt := rand.New(rand.NewSource(seed ^ 0x627269646765)) // "bridge"
+	later := rand.New(rand.NewSource(seed ^ 0x6c61746572)) // "later"
 	var out []Fault
 	at := 2 * time.Second
 	for at < d {
@@ -127,6 +159,20 @@ func Schedule(seed int64, d time.Duration, consumers []string, mode string) []Fa
 			f.Target = consumers[rng.Intn(len(consumers))]
 		case FDiskFull:
 			f.Target = brokerTargets[rng.Intn(len(brokerTargets))]
+		}
+		if later.Intn(5) == 0 {
+			f.Peer, f.RateKbit, f.LatencyMS, f.LossPct = "", 0, 0, 0
+			f.Kind = LaterFaultKinds[later.Intn(len(LaterFaultKinds))]
+			switch f.Kind {
+			case FDiskFull100:
+				f.Target = brokerTargets[later.Intn(len(brokerTargets))]
+			case FSlowDisk:
+				f.Target = brokerTargets[later.Intn(len(brokerTargets))]
+				f.WriteKBps, f.WriteIOPS = 64+64*later.Intn(32), 10+10*later.Intn(20)
+			case FOffsetReset:
+				f.Target = offsetResetGroups[later.Intn(len(offsetResetGroups))]
+				f.BackSec = 5 + later.Intn(56)
+			}
 		}
 		out = append(out, f)
 		at += f.Dur + f.Gap
