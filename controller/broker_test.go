@@ -34,7 +34,7 @@ func sendRaw(cl *remoting.Client, addr, topic string) (*protocol.Command, error)
 }
 
 // startController runs a one-node controller group on loopback.
-func startController(t *testing.T) string {
+func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,6 +50,9 @@ func startController(t *testing.T) string {
 	o.Listener, o.RaftListener = ln, rln
 	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
 	o.HeartbeatTimeout, o.ScanInterval = 2500*time.Millisecond, 50*time.Millisecond
+	for _, f := range opts {
+		f(&o)
+	}
 	c, err := controller.New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -438,6 +438,17 @@ func TestClusterQuorumLoss(t *testing.T) {
 	if _, err := b1.cli.AlterSyncStateSet(ctx, "b", 1, 1, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// Every node applies the change before two of them go: a follower
+	// that learns of its commit only later would show it as a change
+	// made without quorum.
+	waitFor(t, 10*time.Second, "every node to apply the SyncStateSet change", func() bool {
+		for _, c := range tc.nodes {
+			if g := c.fsm.group("b"); g == nil || g.SyncStateSetEpoch != 2 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, c := range tc.nodes { // restarts below go through snapshots too
 		if err := c.snapshot(); err != nil {
 			t.Fatalf("snapshot: %v", err)

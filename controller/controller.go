@@ -164,8 +164,20 @@ func (c *Controller) startServer(ctx context.Context) error {
 		}
 	}
 	c.ln = ln
-	c.server = remoting.NewServer(remoting.ServerOptions{Logger: c.log})
-	c.client = remoting.NewClient(remoting.ClientOptions{Logger: c.log})
+	mode, cfg := c.opts.tlsMode(), c.opts.TLSConfig
+	if mode == remoting.TLSPermissive && cfg == nil {
+		host, _, _ := net.SplitHostPort(ln.Addr().String())
+		var err error
+		if cfg, err = remoting.SelfSignedTLS(host); err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		c.log.Info("TLS mode permissive without a certificate: TLS clients get a self-signed certificate generated at start (they can encrypt, not authenticate the controller)")
+	}
+	if mode == remoting.TLSDisabled {
+		cfg = nil
+	}
+	c.server = remoting.NewServer(remoting.ServerOptions{Logger: c.log, TLSConfig: cfg, TLSMode: mode})
+	c.client = remoting.NewClient(remoting.ClientOptions{Logger: c.log, TLSConfig: c.opts.ClientTLSConfig})
 	c.registerHandlers()
 	c.wg.Add(1)
 	go func() {

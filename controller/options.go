@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/tidemq/tide/pkg/remoting"
 )
 
 // Defaults, in one place.
@@ -81,6 +84,21 @@ type Options struct {
 	SnapshotThreshold uint64
 	// ApplyTimeout bounds one proposal through the Raft log.
 	ApplyTimeout time.Duration
+	// TLSConfig is the remoting port's TLS configuration: its
+	// certificate and, for mutual TLS (the port's way to authenticate
+	// brokers and tools: RocketMQ has no ACL on the controller), the
+	// client CAs it requires.
+	TLSConfig *tls.Config
+	// TLSMode is RocketMQ's tls.server.mode for the remoting port:
+	// disabled (plain only), permissive (plain and TLS on the port) or
+	// enforcing (TLS only). Zero: enforcing with a TLSConfig, else
+	// permissive, as the NameServer and the broker. Permissive without a
+	// TLSConfig serves TLS clients a self-signed certificate made at
+	// Start; enforcing needs a TLSConfig.
+	TLSMode remoting.TLSMode
+	// ClientTLSConfig, if set, makes the node's outgoing remoting
+	// connections (NOTIFY_BROKER_ROLE_CHANGED to brokers) speak TLS.
+	ClientTLSConfig *tls.Config
 	// MetricsListenAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsListenAddr string
 	// Logger receives the node's events; nil means slog.Default().
@@ -122,6 +140,10 @@ func (o Options) Validate() error {
 		return bad("raft timeouts must be at least 5ms")
 	case o.Listener == nil && o.ListenAddr == "":
 		return bad("listen address is empty")
+	case o.TLSMode != "" && o.TLSMode != remoting.TLSDisabled && o.TLSMode != remoting.TLSPermissive && o.TLSMode != remoting.TLSEnforcing:
+		return bad("TLS mode %q: want disabled, permissive or enforcing", o.TLSMode)
+	case o.TLSMode == remoting.TLSEnforcing && o.TLSConfig == nil:
+		return bad("TLS mode enforcing needs a certificate (TLSConfig)")
 	}
 	ids, raftAddrs := map[string]bool{}, map[string]bool{}
 	self := false
@@ -142,6 +164,17 @@ func (o Options) Validate() error {
 		return bad("node id %q is not among the peers", o.NodeID)
 	}
 	return nil
+}
+
+// tlsMode is the mode the remoting port runs (see Options.TLSMode).
+func (o Options) tlsMode() remoting.TLSMode {
+	switch {
+	case o.TLSMode != "":
+		return o.TLSMode
+	case o.TLSConfig != nil:
+		return remoting.TLSEnforcing
+	}
+	return remoting.TLSPermissive
 }
 
 func (o Options) self() Peer {

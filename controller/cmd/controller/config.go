@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemq/tide/controller"
 	"github.com/tidemq/tide/pkg/props"
+	"github.com/tidemq/tide/pkg/remoting"
 )
 
 // config holds the settings as text until options types them.
@@ -27,6 +28,13 @@ type config struct {
 	heartbeatTimeout         string // ms
 	enableElectUncleanMaster string
 	notifyBrokerRoleChanged  string
+	// TLS, with the broker's key names and meaning.
+	tlsMode       string
+	tlsEnable     string
+	tlsCertPath   string
+	tlsKeyPath    string
+	tlsCAPath     string
+	tlsClientAuth string
 }
 
 // Supported keys. RocketMQ's ControllerConfig names are kept
@@ -47,6 +55,13 @@ var keys = map[string]func(c *config) *string{
 	"brokerHeartbeatTimeoutMills": func(c *config) *string { return &c.heartbeatTimeout },
 	"enableElectUncleanMaster":    func(c *config) *string { return &c.enableElectUncleanMaster },
 	"notifyBrokerRoleChanged":     func(c *config) *string { return &c.notifyBrokerRoleChanged },
+	"tlsMode":                     func(c *config) *string { return &c.tlsMode },
+	"tls.server.mode":             func(c *config) *string { return &c.tlsMode },
+	"tlsEnable":                   func(c *config) *string { return &c.tlsEnable },
+	"tlsCertPath":                 func(c *config) *string { return &c.tlsCertPath },
+	"tlsKeyPath":                  func(c *config) *string { return &c.tlsKeyPath },
+	"tlsCAPath":                   func(c *config) *string { return &c.tlsCAPath },
+	"tlsClientAuth":               func(c *config) *string { return &c.tlsClientAuth },
 }
 
 func defaultConfig() config {
@@ -103,8 +118,74 @@ func (c *config) options(logger *slog.Logger) (controller.Options, error) {
 	if o.NotifyBrokerRoleChanged, err = strconv.ParseBool(c.notifyBrokerRoleChanged); err != nil {
 		return o, fmt.Errorf("bad notifyBrokerRoleChanged %q: want true or false", c.notifyBrokerRoleChanged)
 	}
+	if err := c.tls(&o); err != nil {
+		return o, err
+	}
 	o.Logger = logger
 	return o, o.Validate()
+}
+
+// tls applies the TLS keys as the broker reads them: tlsMode (or
+// tls.server.mode) is the remoting port's mode, else enforcing with
+// tlsEnable, else permissive; tlsCertPath/tlsKeyPath are the port's
+// certificate; tlsClientAuth requires client certificates signed by
+// tlsCAPath (mutual TLS: how the port authenticates its clients);
+// tlsEnable makes NOTIFY_BROKER_ROLE_CHANGED to brokers speak TLS,
+// trusting tlsCAPath and presenting the certificate with tlsClientAuth.
+func (c *config) tls(o *controller.Options) error {
+	boolean := func(key, v string) (bool, error) {
+		if v == "" {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("bad %s %q: want true or false", key, v)
+		}
+		return b, nil
+	}
+	enable, err := boolean("tlsEnable", c.tlsEnable)
+	if err != nil {
+		return err
+	}
+	clientAuth, err := boolean("tlsClientAuth", c.tlsClientAuth)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.tlsMode != "":
+		if o.TLSMode, err = remoting.ParseTLSMode(c.tlsMode); err != nil {
+			return fmt.Errorf("bad tlsMode %q: want disabled, permissive or enforcing", c.tlsMode)
+		}
+	case enable:
+		o.TLSMode = remoting.TLSEnforcing
+	default:
+		o.TLSMode = remoting.TLSPermissive
+	}
+	if (enable || o.TLSMode == remoting.TLSEnforcing) && (c.tlsCertPath == "" || c.tlsKeyPath == "") {
+		return fmt.Errorf("tlsEnable and tlsMode enforcing need tlsCertPath and tlsKeyPath")
+	}
+	if clientAuth && c.tlsCAPath == "" {
+		return fmt.Errorf("tlsClientAuth needs tlsCAPath")
+	}
+	ca := ""
+	if clientAuth {
+		ca = c.tlsCAPath
+	}
+	if o.TLSMode != remoting.TLSDisabled && c.tlsCertPath != "" && c.tlsKeyPath != "" {
+		if o.TLSConfig, err = remoting.ServerTLSFiles(c.tlsCertPath, c.tlsKeyPath, ca); err != nil {
+			return err
+		}
+	}
+	if enable {
+		cert, key := "", ""
+		if clientAuth {
+			cert, key = c.tlsCertPath, c.tlsKeyPath
+		}
+		if o.ClientTLSConfig, err = remoting.ClientTLSFiles(c.tlsCAPath, cert, key, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parsePeers joins "id-raftAddr;..." and "id-addr;..." by id.

@@ -43,6 +43,10 @@ func TestRunErrors(t *testing.T) {
 		{"bad scan", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\nscanNotActiveBrokerInterval=0\n")}, "bad scanNotActiveBrokerInterval"},
 		{"bad unclean", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\nenableElectUncleanMaster=maybe\n")}, "bad enableElectUncleanMaster"},
 		{"bad port", []string{"-c", writeConf(t, peers3+"listenPort=99999\n")}, "bad listenPort"},
+		{"bad tlsMode", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\ntlsMode=strict\n")}, "bad tlsMode"},
+		{"enforcing without a certificate", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\ntls.server.mode=enforcing\n")}, "need tlsCertPath and tlsKeyPath"},
+		{"tlsClientAuth without a CA", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\ntlsClientAuth=true\n")}, "tlsClientAuth needs tlsCAPath"},
+		{"bad tlsEnable", []string{"-c", writeConf(t, peers3+"controllerDLegerSelfId=n0\ntlsEnable=yes please\n")}, "bad tlsEnable"},
 		{"stray argument", []string{"x"}, `unexpected argument "x"`},
 	}
 	for _, tc := range tests {
