@@ -73,6 +73,10 @@ type Process struct {
 	Bin     string
 	Args    []string
 	LogPath string
+	// Gid, if not 0, is the group id the process runs with (root only):
+	// iptables' owner match (--gid-owner) then tells its packets apart
+	// on loopback, to cut it off from chosen peers.
+	Gid uint32
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -98,6 +102,9 @@ func (p *Process) Start() error {
 	// Own process group, so a signal to the test runner does not hit the
 	// daemons twice and a stray daemon never outlives Kill.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if p.Gid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(os.Getuid()), Gid: p.Gid, NoSetGroups: true}
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("%s: %w", p.Name, err)

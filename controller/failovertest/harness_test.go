@@ -78,11 +78,13 @@ type group struct {
 	brokers map[int64]*brokerProc // by controller id, once known
 	all     []*brokerProc
 	procs   []*clustertest.Process
+	ctlGid  uint32 // group id of the controller processes (0: the test's)
 }
 
 type brokerProc struct {
 	*clustertest.Process
-	addr string
+	addr   string
+	haPort string
 }
 
 const (
@@ -94,8 +96,15 @@ const (
 
 func newGroup(t *testing.T, controllers int) *group {
 	t.Helper()
+	return newGroupGid(t, controllers, 0)
+}
+
+// newGroupGid is newGroup with the controllers running as group ctlGid
+// (root only; see netcut_test.go).
+func newGroupGid(t *testing.T, controllers int, ctlGid uint32) *group {
+	t.Helper()
 	g := &group{t: t, dir: t.TempDir(), rc: remoting.NewClient(remoting.ClientOptions{DialTimeout: 2 * time.Second}),
-		brokers: map[int64]*brokerProc{}}
+		brokers: map[int64]*brokerProc{}, ctlGid: ctlGid}
 	t.Cleanup(func() {
 		for _, p := range g.procs {
 			p.Kill()
@@ -169,7 +178,7 @@ func (g *group) startControllers(n int) {
 			"listenPort": port, "bindAddress": "127.0.0.1", "controllerStorePath": filepath.Join(dir, "store"),
 			"scanNotActiveBrokerInterval": "200"})
 		p := &clustertest.Process{Name: fmt.Sprintf("controller%d", i), Bin: controllerBin, Args: []string{"-c", conf},
-			LogPath: filepath.Join(dir, "controller.log")}
+			LogPath: filepath.Join(dir, "controller.log"), Gid: g.ctlGid}
 		g.procs = append(g.procs, p)
 		g.start(p, g.ctls[i])
 	}
@@ -198,22 +207,29 @@ func (g *group) startNameServer() {
 // the controllers.
 func (g *group) startBroker(name string) *brokerProc {
 	g.t.Helper()
+	return g.startBrokerGid(name, 0)
+}
+
+// startBrokerGid is startBroker with the broker running as group gid
+// (root only; see netcut_test.go).
+func (g *group) startBrokerGid(name string, gid uint32) *brokerProc {
+	g.t.Helper()
 	dir := filepath.Join(g.dir, name)
-	port := g.port()
+	port, haPort := g.port(), g.port()
 	conf := filepath.Join(dir, "broker.conf")
 	g.writeConf(conf, map[string]string{
 		"brokerClusterName": "DefaultCluster", "brokerName": groupName, "brokerRole": "SYNC_MASTER",
 		"enableControllerMode": "true", "controllerAddr": strings.Join(g.ctls, ";"),
 		"controllerHeartBeatTimeoutMills": strconv.Itoa(heartbeatTimeout), "brokerHeartbeatInterval": "300",
 		"allAckInSyncStateSet": "true", "haMaxTimeSlaveNotCatchup": "5000", "slaveTimeout": "3000",
-		"listenPort": port, "listenAddr": "127.0.0.1", "brokerIP1": "127.0.0.1", "haListenPort": g.port(),
+		"listenPort": port, "listenAddr": "127.0.0.1", "brokerIP1": "127.0.0.1", "haListenPort": haPort,
 		"namesrvAddr": g.ns, "storePathRootDir": filepath.Join(dir, "store"),
 		"mappedFileSizeCommitLog": strconv.Itoa(1 << 20), "mappedFileSizeConsumeQueue": strconv.Itoa(20 * 4000),
 		"maxMessageSize": strconv.Itoa(64 << 10), "maxHashSlotNum": "1000", "maxIndexNum": "4000",
 		"registerNameServerPeriod": "1000",
 	})
 	b := &brokerProc{Process: &clustertest.Process{Name: name, Bin: bins.Broker, Args: []string{"-c", conf},
-		LogPath: filepath.Join(dir, "broker.log")}, addr: "127.0.0.1:" + port}
+		LogPath: filepath.Join(dir, "broker.log"), Gid: gid}, addr: "127.0.0.1:" + port, haPort: haPort}
 	g.procs = append(g.procs, b.Process)
 	g.all = append(g.all, b)
 	g.start(b.Process, b.addr)
