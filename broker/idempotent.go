@@ -193,7 +193,17 @@ func (b *Broker) putIdempotent(c *remoting.Conn, req *protocol.Command, st proto
 	if run != nil {
 		if b.runStored(run, st.ProducerID, st.Epoch) {
 			d.duplicates.Add(float64(len(msgs)))
-			return b.duplicateResponse(req, run, idx, len(msgs), queueID)
+			resp := b.duplicateResponse(req, run, idx, len(msgs), queueID)
+			// As durable as a first answer: the stored copy may not be
+			// on the slaves (its first answer was FLUSH_SLAVE_TIMEOUT,
+			// or was lost), and SEND_OK would promise that it survives
+			// a failover (chaos finding 8: retries answered SEND_OK for
+			// copies the new master never had).
+			// (waitReplicated is bounded by slaveTimeout, as for a first send)
+			if code := b.waitReplicated(context.Background(), run.End); code != protocol.Success {
+				resp.Code, resp.Remark = code, protocol.CodeName(code)
+			}
+			return resp
 		}
 		slot.Forget(run) // truncated by a failover: store it again
 	}
@@ -282,7 +292,7 @@ func (b *Broker) runStored(r *pidstate.Run, id, epoch int64) bool {
 }
 
 // duplicateResponse answers a retry of n stored messages from index idx
-// of run as their first send was answered.
+// of run with their offsets (the caller sets the replication status).
 func (b *Broker) duplicateResponse(req *protocol.Command, r *pidstate.Run, idx, n int, queueID int32) *protocol.Command {
 	ids := make([]string, n)
 	for i := range ids {

@@ -205,3 +205,25 @@ func TestIdempotentOffWithoutExtensions(t *testing.T) {
 		t.Error("a RocketMQ 4.9 broker dropped a stamped message")
 	}
 }
+
+// TestIdempotentRetryAsDurableAsStored: a retry of a stamped send that was
+// stored but not replicated (a SYNC_MASTER without its slave answers
+// SLAVE_NOT_AVAILABLE) is answered with the same status, not SEND_OK: the
+// copy is on the master only. SEND_OK told the client it would survive a
+// failover (chaos finding 8: controller mode, seed 20261206, 7 SEND_OK
+// retries lost with the old master's tail).
+func TestIdempotentRetryAsDurableAsStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *broker.Options) { o.BrokerRole = "SYNC_MASTER" })
+	topic := uniq("IdemSync")
+	id, ep := e.initProducer("pg", "")
+	first := e.stampedSend(topic, 1, id, ep, 0, 1)
+	if first.Code != protocol.SlaveNotAvailable {
+		t.Fatalf("first send without a slave answered %d %s", first.Code, first.Remark)
+	}
+	again := e.stampedSend(topic, 1, id, ep, 0, 1)
+	if again.Code != first.Code {
+		t.Errorf("retry answered %d %s, the stored copy is still not replicated (first: %d)", again.Code, again.Remark, first.Code)
+	}
+	eventually(t, 5*time.Second, "dispatch", func() bool { return e.maxOffset(topic, 1) == 1 })
+}
