@@ -65,9 +65,9 @@ func (b *Broker) newDelays() (*schedule.Service, *timer.Service, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("delay levels: %w", err)
 	}
-	timers, err := timer.New(timer.Options{Store: b.store, CheckpointPath: filepath.Join(cfgDir, "timerCheckpoint"),
+	timers, err := timer.New(timer.Options{Store: b.store, CheckpointPath: b.timerCheckpointPath(),
 		MaxDelay: time.Duration(o.TimerMaxDelaySec) * time.Second, StoreHost: b.storeHost,
-		BeforeRestore: b.hooks.beforeRestore, Logger: b.log})
+		BeforeRestore: b.hooks.beforeRestore, Logger: b.log, Replicated: b.replicatedOffset})
 	if err != nil {
 		return nil, nil, fmt.Errorf("timers: %w", err)
 	}
@@ -112,6 +112,12 @@ func (b *Broker) validateTimer(m *protocol.MessageExt) error {
 	}
 	_, _, err := b.timers().Accept(&cp, time.Now())
 	return err
+}
+
+// timerCheckpointPath is the timer service's progress file; a slave's
+// metadata sync writes its master's checkpoint there.
+func (b *Broker) timerCheckpointPath() string {
+	return filepath.Join(b.opts.Store.StorePathRootDir, "config", "timerCheckpoint")
 }
 
 // replicatedOffset is the commit log offset below which records survive a

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/broker/internal/registry"
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -169,13 +170,18 @@ func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *prot
 			md.DelayOffsets[strconv.Itoa(i+1)] = off
 		}
 	}
+	if t := b.timers(); t != nil && t.Running() {
+		// Counts a timer as delivered only once its copy is replicated
+		// (timer.Options.Replicated), as the delay progress above.
+		md.TimerCheckpoint = t.Checkpoint()
+	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = md.Encode()
 	return resp
 }
 
-// syncMetadataLoop copies topics, offsets, groups and delay progress from
-// the master every 10 s, so the slave can serve consumers and hold the
+// syncMetadataLoop copies topics, offsets, groups, delay progress and the
+// timer checkpoint from the master every 10 s (2 s in controller mode), so the slave can serve consumers and hold the
 // state a promotion needs.
 func (b *Broker) syncMetadataLoop(end <-chan struct{}) {
 	defer b.wg.Done()
@@ -230,6 +236,13 @@ func (b *Broker) syncMetadata() {
 	}{md.DelayOffsets}
 	if err := jsonfile.Save(filepath.Join(b.opts.Store.StorePathRootDir, "config", "delayOffset.json"), delay); err != nil {
 		b.log.Error("save master delay offsets", "err", err)
+	}
+	// The file of a timer service that runs is its own: a slave's does not
+	// (a master answering its own sync at a role change keeps its file).
+	if t := b.timers(); len(md.TimerCheckpoint) > 0 && (t == nil || !t.Running()) {
+		if err := timer.ReplaceCheckpoint(b.timerCheckpointPath(), md.TimerCheckpoint); err != nil {
+			b.log.Error("save master timer checkpoint", "err", err)
+		}
 	}
 	b.metaSynced.Add(1)
 }

@@ -148,8 +148,15 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 			b.schedP.Store(sched)
 			b.timersP.Store(timers)
 		}
-	} else if err := b.sched().Reload(); err != nil {
-		b.log.Error("controller mode: delay-level progress", "err", err)
+	} else {
+		// Built at start from the files then; the metadata sync has
+		// since copied the master's progress into them.
+		if err := b.sched().Reload(); err != nil {
+			b.log.Error("controller mode: delay-level progress", "err", err)
+		}
+		if err := b.timers().Reload(); err != nil {
+			b.log.Error("controller mode: timer checkpoint", "err", err)
+		}
 	}
 	b.sched().Start()
 	b.timers().Start()

@@ -101,6 +101,23 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // temporary file is renamed to path, and the directory is fsynced. A
 // crash at any point leaves a decodable path or path.bak.
 func saveCheckpoint(path string, c *checkpoint) error {
+	return writeCheckpoint(path, c.encode())
+}
+
+// ReplaceCheckpoint validates b, a checkpoint as Service.Checkpoint
+// returns it (a slave copies its master's with the metadata sync), and
+// replaces the file at path with it as the service's own writes do. A
+// service started later on this store (a promoted slave) resumes from it.
+// It must not be called for the path of a running service.
+func ReplaceCheckpoint(path string, b []byte) error {
+	if _, err := decodeCheckpoint(b); err != nil {
+		return err
+	}
+	return writeCheckpoint(path, b)
+}
+
+// writeCheckpoint is saveCheckpoint for an encoded checkpoint.
+func writeCheckpoint(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("timer: %w", err)
@@ -110,7 +127,7 @@ func saveCheckpoint(path string, c *checkpoint) error {
 		return fmt.Errorf("timer: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(c.encode()); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("timer: write checkpoint: %w", err)
 	}

@@ -76,13 +76,23 @@
 // restarts from the last checkpoint: timers delivered after it are
 // delivered again (duplicates, never losses), recall markers stored after
 // it are applied again (recalls are never lost). A clean Stop + restart
-// delivers nothing twice. A timer whose record is unreadable (removed by
+// delivers nothing twice (but see Failover below). A timer whose record is unreadable (removed by
 // retention, corrupt) is logged and counted in Stats().Skipped. With
 // ASYNC_FLUSH a machine crash can lose timers or deliveries the store had
 // not flushed, like any ASYNC_FLUSH write. Stop must run before the store
 // is closed. Recall outcomes are remembered for the last OutcomeMemory
 // delivered/recalled handles of this process only: after a restart, a
 // recall of a timer finished before it gets ErrNotFound.
+//
+// Failover: with Options.Replicated (controller mode: the confirm offset)
+// the checkpoint lists a delivered timer as still pending until its
+// delivered copy is below that offset. A slave keeps a copy of its
+// master's checkpoint (Checkpoint, ReplaceCheckpoint, Reload on
+// promotion), so a promoted slave delivers again only the timers of the
+// last checkpoint interval and those whose copies it may lack, never
+// one the old master had not delivered. The same rule makes a clean
+// Stop + restart deliver again the timers whose copies were not yet
+// confirmed at Stop.
 //
 // # Limits
 //

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,8 @@ var (
 	ErrBadHandle = errors.New("timer: empty recall handle")
 	// ErrStopped: the service is not running.
 	ErrStopped = errors.New("timer: service not running")
+	// ErrRunning: the operation needs a service that has not started.
+	ErrRunning = errors.New("timer: service already started")
 )
 
 // Store is what the service needs from the message store (*store.Store
@@ -110,6 +113,13 @@ type Options struct {
 	Logger        *slog.Logger
 	// Now is the clock (default time.Now), read in Unix ms.
 	Now func() time.Time
+	// Replicated, if set, returns the commit log offset below which
+	// records survive a failover (the confirm offset in controller mode).
+	// A timer whose delivered copy ends above it is written to the
+	// checkpoint as still pending, so a replica promoted with a copy of
+	// the checkpoint (Checkpoint) delivers it again rather than never:
+	// it may not have the copy. nil: every delivered copy counts at once.
+	Replicated func() int64
 }
 
 func (o *Options) defaults() {
@@ -180,6 +190,10 @@ type Service struct {
 	memory   map[uint64]outcome
 	memRing  []uint64
 	memNext  int
+	// unconfirmed are the delivered timers whose copies end above
+	// Options.Replicated, oldest first.
+	unconfirmed []unconfirmed
+	encoded     atomic.Pointer[[]byte] // the last checkpoint written
 
 	waitMu  sync.Mutex
 	waiters map[string]chan error
@@ -224,8 +238,25 @@ func New(opts Options) (*Service, error) {
 	}
 	if found {
 		s.cp = &cp
+		b := cp.encode()
+		s.encoded.Store(&b)
 	}
 	return s, nil
+}
+
+// unconfirmed is a delivered timer whose copy may not survive a failover:
+// its record's commit log and queue offsets and the end of its copy.
+type unconfirmed struct{ phy, qoff, end int64 }
+
+// Checkpoint returns the last checkpoint the service wrote (encoded as in
+// the file), or nil before the first. With Options.Replicated it never
+// counts a timer as delivered before its copy is below the replicated
+// offset. Safe for concurrent use; the caller must not modify the bytes.
+func (s *Service) Checkpoint() []byte {
+	if b := s.encoded.Load(); b != nil {
+		return *b
+	}
+	return nil
 }
 
 // Start launches the service goroutine, which first restores the pending
@@ -235,6 +266,28 @@ func (s *Service) Start() {
 		s.running.Store(true)
 		go s.run()
 	})
+}
+
+// Running reports whether the service goroutine runs (started, not yet
+// stopped).
+func (s *Service) Running() bool { return s.running.Load() }
+
+// Reload reads the checkpoint file again, for a service built on a slave
+// and started on its promotion: the file then holds the master's latest
+// checkpoint (ReplaceCheckpoint), not the one read by New. It fails once
+// the service has started, and leaves the service as it was on an error.
+func (s *Service) Reload() error {
+	if s.running.Load() {
+		return fmt.Errorf("timer: reload: %w", ErrRunning)
+	}
+	cp, found, err := loadCheckpoint(s.opts.CheckpointPath)
+	if err != nil || !found {
+		return err
+	}
+	b := cp.encode()
+	s.cp = &cp
+	s.encoded.Store(&b)
+	return nil
 }
 
 // Stop stops the goroutine (a delivery put in progress finishes first),
@@ -495,6 +548,9 @@ func (s *Service) run() {
 		if !ok {
 			return
 		}
+		if s.confirm() {
+			s.dirty = true // the checkpoint may now count them as delivered
+		}
 		if s.dirty && time.Since(s.lastSave) >= s.opts.FlushInterval {
 			if err := s.persist(); err != nil {
 				s.log.Error("write timer checkpoint", "err", err)
@@ -743,7 +799,9 @@ func (s *Service) deliverDue() (time.Duration, bool) {
 // logged and counted as skipped.
 func (s *Service) deliver(e entry) bool {
 	m, err := s.look(e.phy)
+	var qoff int64 // the timer record's, for the checkpoint's done offset
 	if err == nil {
+		qoff = m.QueueOffset
 		m, err = Restore(m)
 	}
 	if err != nil {
@@ -754,8 +812,11 @@ func (s *Service) deliver(e entry) bool {
 	for {
 		// Not cancelled by Stop: a put that may have been written must
 		// report back before the timer counts as pending or delivered.
-		_, err := s.opts.Store.PutMessage(context.Background(), m)
+		res, err := s.opts.Store.PutMessage(context.Background(), m)
 		if err == nil {
+			if s.opts.Replicated != nil {
+				s.unconfirmed = append(s.unconfirmed, unconfirmed{phy: e.phy, qoff: qoff, end: res.CommitLogOffset + int64(res.WroteBytes)})
+			}
 			break
 		}
 		s.nPutFailure.Add(1)
@@ -799,14 +860,40 @@ func (s *Service) persist() error {
 			}
 		}
 	}
-	cp := &checkpoint{scan: s.scanned, done: done, pending: make([]int64, 0, s.p.len())}
+	cp := &checkpoint{scan: s.scanned, done: done, pending: make([]int64, 0, s.p.len()+len(s.unconfirmed))}
 	s.p.live.each(func(phy int64) { cp.pending = append(cp.pending, phy) })
-	if err := saveCheckpoint(s.opts.CheckpointPath, cp); err != nil {
+	if len(s.unconfirmed) > 0 {
+		// Delivered, but the copy may not survive a failover: pending in
+		// the checkpoint (a restart from it delivers them again).
+		for _, u := range s.unconfirmed {
+			cp.pending = append(cp.pending, u.phy)
+			cp.done = min(cp.done, u.qoff)
+		}
+		slices.Sort(cp.pending)
+	}
+	b := cp.encode()
+	if err := writeCheckpoint(s.opts.CheckpointPath, b); err != nil {
 		return err
 	}
-	s.cp, s.done, s.dirty = cp, done, false
+	s.cp, s.done, s.dirty = cp, cp.done, false
+	s.encoded.Store(&b)
 	s.publish()
 	return nil
+}
+
+// confirm drops the unconfirmed deliveries whose copies are now below the
+// replicated offset and reports whether it dropped any.
+func (s *Service) confirm() bool {
+	if len(s.unconfirmed) == 0 {
+		return false
+	}
+	at := s.opts.Replicated()
+	n := 0
+	for n < len(s.unconfirmed) && s.unconfirmed[n].end <= at {
+		n++ // copies are put in order, so their ends ascend
+	}
+	s.unconfirmed = s.unconfirmed[n:]
+	return n > 0
 }
 
 // Stats describe the service for metrics.

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -663,4 +665,88 @@ func TestStartReadsRecallsBeforeDelivering(t *testing.T) {
 	t.Cleanup(func() { svc.Stop(context.Background()) })
 	waitFor(t, "sentinel", 5*time.Second, func() bool { return st.MaxOffset("Orders", 0) >= 1 })
 	checkDelivered(t, st, "Orders", map[string]bool{"sentinel": true}, false)
+}
+
+// TestCheckpointHoldsUnconfirmedDeliveries: with Options.Replicated, a
+// timer whose delivered copy is above the replicated offset stays pending
+// in the checkpoint, so a replica promoted with a copy of it (which may
+// lack the copy) delivers it; once the copies are replicated the
+// checkpoint counts them as delivered. Without the rule the replica
+// delivered none of them: a loss.
+func TestCheckpointHoldsUnconfirmedDeliveries(t *testing.T) {
+	dir, replicaDir := t.TempDir(), t.TempDir()
+	st, replica := openStore(t, dir), openStore(t, replicaDir)
+	// Both stores get the same timer records (same offsets) before the
+	// master's service starts: the replica has them, not the copies the
+	// master delivers.
+	acceptor, err := New(Options{Store: st, CheckpointPath: filepath.Join(t.TempDir(), "unused")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(50 * time.Millisecond)
+	want := map[string]bool{}
+	for i := range 5 {
+		id := fmt.Sprintf("u%d", i)
+		want[id] = true
+		for _, s := range []*store.Store{st, replica} {
+			send(t, acceptor, s, newMsg("Orders", 0, id, map[string]string{PropDeliverMS: strconv.FormatInt(due.UnixMilli(), 10), "user": "u"}))
+		}
+	}
+	var replicated atomic.Int64 // nothing delivered is replicated yet
+	svc := newService(t, st, dir, func(o *Options) { o.Replicated = replicated.Load })
+	pendingIn := func() (checkpoint, bool) {
+		b := svc.Checkpoint()
+		if b == nil {
+			return checkpoint{}, false
+		}
+		cp, err := decodeCheckpoint(b)
+		if err != nil {
+			t.Fatalf("Checkpoint(): %v", err)
+		}
+		return cp, true
+	}
+	waitFor(t, "the deliveries and a checkpoint after them", 10*time.Second, func() bool {
+		cp, ok := pendingIn()
+		return ok && st.MaxOffset("Orders", 0) == 5 && cp.scan == 5 && len(cp.pending) == 5
+	})
+	cp, _ := pendingIn()
+	if cp.done != 0 {
+		t.Fatalf("checkpoint done = %d with every delivery unconfirmed, want 0", cp.done)
+	}
+
+	// Promote the replica with that checkpoint: it delivers all five.
+	replicaCP := filepath.Join(replicaDir, "config", "timerCheckpoint")
+	if err := ReplaceCheckpoint(replicaCP, svc.Checkpoint()); err != nil {
+		t.Fatal(err)
+	}
+	promoted := newService(t, replica, replicaDir, nil)
+	waitFor(t, "the promoted replica's deliveries", 10*time.Second, func() bool { return replica.MaxOffset("Orders", 0) >= 5 })
+	sentinelAfter(t, promoted, replica, "Orders")
+	checkDelivered(t, replica, "Orders", withSentinel(want), false)
+
+	// The copies reach the replicated offset: the next checkpoint counts
+	// them as delivered.
+	replicated.Store(st.MaxPhyOffset())
+	waitFor(t, "a checkpoint with the deliveries confirmed", 10*time.Second, func() bool {
+		cp, _ := pendingIn()
+		return len(cp.pending) == 0 && cp.done == 5
+	})
+}
+
+func TestReplaceCheckpointRefusesGarbage(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cp")
+	if err := ReplaceCheckpoint(p, []byte("not a checkpoint")); !errors.Is(err, ErrBadCheckpoint) {
+		t.Fatalf("ReplaceCheckpoint(garbage) = %v, want ErrBadCheckpoint", err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("garbage written: %v", err)
+	}
+	good := (&checkpoint{scan: 7, done: 3, pending: []int64{100, 250}}).encode()
+	if err := ReplaceCheckpoint(p, good); err != nil {
+		t.Fatal(err)
+	}
+	cp, found, err := loadCheckpoint(p)
+	if err != nil || !found || cp.scan != 7 || cp.done != 3 || !slices.Equal(cp.pending, []int64{100, 250}) {
+		t.Fatalf("loaded %+v found=%v err=%v", cp, found, err)
+	}
 }

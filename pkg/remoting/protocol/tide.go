@@ -189,12 +189,19 @@ func (h *RecallTimerRequestHeader) Decode(ext map[string]string) error {
 //	{"topics":       <TopicConfigSerializeWrapper>,
 //	 "offsets":      {"<topic>@<group>": {"<queueId>": offset, ...}, ...},
 //	 "delayOffsets": {"<delayLevel>": offset, ...},
-//	 "groups":       <SubscriptionGroupWrapper>}
+//	 "groups":       <SubscriptionGroupWrapper>,
+//	 "timerCheckpoint": "<base64>"}   (omitted when the master has none)
+//
+// timerCheckpoint is the master's timer service checkpoint, byte for byte
+// as its file config/timerCheckpoint holds it (the layout is documented
+// beside broker/internal/timer's encoder); a slave writes it to its own
+// file, so a promoted slave resumes the timers where the master was.
 type BrokerMetadata struct {
-	Topics       TopicConfigSerializeWrapper `json:"topics"`
-	Offsets      map[string]map[string]int64 `json:"offsets"`
-	DelayOffsets map[string]int64            `json:"delayOffsets"`
-	Groups       SubscriptionGroupWrapper    `json:"groups"`
+	Topics          TopicConfigSerializeWrapper `json:"topics"`
+	Offsets         map[string]map[string]int64 `json:"offsets"`
+	DelayOffsets    map[string]int64            `json:"delayOffsets"`
+	Groups          SubscriptionGroupWrapper    `json:"groups"`
+	TimerCheckpoint []byte                      `json:"timerCheckpoint,omitempty"`
 }
 
 // Encode returns the JSON body. Nil maps encode as empty objects.

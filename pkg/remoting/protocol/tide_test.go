@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -66,6 +67,14 @@ func TestTideBodiesRoundTrip(t *testing.T) {
 	md, err := DecodeBrokerMetadata((&BrokerMetadata{}).Encode())
 	if err != nil || md.Offsets == nil || md.DelayOffsets == nil || md.Topics.TopicConfigTable == nil || md.Groups.SubscriptionGroupTable == nil {
 		t.Fatalf("empty metadata = %+v, %v", md, err)
+	}
+	if b := (&BrokerMetadata{}).Encode(); bytes.Contains(b, []byte("timerCheckpoint")) {
+		t.Errorf("metadata without a timer checkpoint encodes the key: %s", b)
+	}
+	cp := []byte{'T', 'T', 'C', 'K', 0, 0xff, 1}
+	md, err = DecodeBrokerMetadata((&BrokerMetadata{TimerCheckpoint: cp}).Encode())
+	if err != nil || !bytes.Equal(md.TimerCheckpoint, cp) {
+		t.Fatalf("timer checkpoint = %x, %v, want %x", md.TimerCheckpoint, err, cp)
 	}
 	for _, bad := range []string{"{", "[1]"} {
 		if _, err := DecodeHalfMessages([]byte(bad)); !errors.Is(err, ErrMalformed) {
