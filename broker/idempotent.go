@@ -244,13 +244,14 @@ func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.Messag
 			return nil, pidstate.ErrOutOfOrder
 		}
 		want := protocol.ProducerStamp{ProducerID: st.ProducerID, Epoch: st.Epoch, Sequence: st.Sequence + int64(i)}.String()
-		phy, qo, found := b.findByKey(topic, queueID, key, want)
+		phy, end, qo, found := b.findByKey(topic, queueID, key, want)
 		switch {
 		case found:
 			if i == 0 {
 				r = pidstate.Run{FirstSeq: st.Sequence, QueueOffset: qo, Born: m.BornTimestamp}
 			}
 			r.Phys = append(r.Phys, phy)
+			r.End = max(r.End, end) // the duplicate answer waits for replication up to it
 		case i == 0:
 			return nil, nil // never stored
 		default:
@@ -260,22 +261,22 @@ func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.Messag
 	return &r, nil
 }
 
-// findByKey returns the commit log and queue offsets of the record of
-// (topic, queueID) with UNIQ_KEY key and stamp want.
-func (b *Broker) findByKey(topic string, queueID int32, key, want string) (phy, qo int64, found bool) {
+// findByKey returns the commit log offset, end and queue offset of the
+// record of (topic, queueID) with UNIQ_KEY key and stamp want.
+func (b *Broker) findByKey(topic string, queueID int32, key, want string) (phy, end, qo int64, found bool) {
 	res := b.store.QueryMessages(topic, key, 4, 0, time.Now().Add(time.Minute).UnixMilli())
 	pos := 0
 	for _, off := range res.Offsets {
 		v, err := protocol.ViewRecord(res.Data[pos:], false)
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		pos += int(v.Size)
 		if s, ok := protocol.PropertyBytes(v.Properties, protocol.PropProducerStamp); ok && string(s) == want && v.QueueID == queueID {
-			return off, v.QueueOffset, true
+			return off, off + int64(v.Size), v.QueueOffset, true
 		}
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
 
 // runStored checks that the first record of a remembered run is still in
