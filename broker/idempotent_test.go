@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,7 +132,7 @@ func TestIdempotentSendDropsRetries(t *testing.T) {
 
 func TestIdempotentFencing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, func(o *broker.Options) { o.MetricsListenAddr = "127.0.0.1:0" })
 	topic := uniq("Fence")
 	old, oldEp := e.initProducer("orders", "orders-1")
 	sendResult(t, e.stampedSend(topic, 0, old, oldEp, 0, 1))
@@ -143,8 +145,20 @@ func TestIdempotentFencing(t *testing.T) {
 		t.Fatalf("zombie send answered %d %s", resp.Code, resp.Remark)
 	}
 	sendResult(t, e.stampedSend(topic, 0, id, ep, 0, 1))
+	sendResult(t, e.stampedSend(topic, 0, id, ep, 0, 1)) // a retry
 	if other, _ := e.initProducer("orders", "orders-2"); other == id {
 		t.Error("two instance names share a producer id")
+	}
+	hr, err := http.Get("http://" + e.b.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hr.Body.Close()
+	body, _ := io.ReadAll(hr.Body)
+	for _, want := range []string{"tide_broker_idempotent_fenced_total 1", "tide_broker_idempotent_duplicates_total 1", "tide_broker_idempotent_producers 2"} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
 
