@@ -164,9 +164,13 @@ type Service struct {
 	o   Options
 	log *slog.Logger
 
-	mu        sync.Mutex
-	decided   map[int64]Decision // half queue offset -> final decision (Commit/Rollback)
-	pend      map[int64]*pending
+	mu      sync.Mutex
+	decided map[int64]Decision // half queue offset -> final decision (Commit/Rollback)
+	pend    map[int64]*pending
+	// unapplied: COMMITs whose decision is written but whose committed
+	// copy could not be stored (disk full, shutting down): half queue
+	// offset -> commit topic, re-applied by each round until stored.
+	unapplied map[int64]string
 	scanned   int64 // half queue offset scanned up to (exclusive)
 	opScanned int64
 	stats     Stats
@@ -205,7 +209,7 @@ func New(o Options) (*Service, error) {
 		return nil, errors.New("transaction: timeout, interval and max checks must be positive")
 	}
 	s := &Service{o: o, log: o.Logger.With("component", "transaction"), decided: map[int64]Decision{},
-		pend: map[int64]*pending{}, tokens: map[string]*bucket{}, ready: make(chan struct{}),
+		pend: map[int64]*pending{}, unapplied: map[int64]string{}, tokens: map[string]*bucket{}, ready: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if _, err := jsonfile.Load(o.StatePath, &s.loaded); err != nil {
 		return nil, err
@@ -534,6 +538,16 @@ func (s *Service) End(ctx context.Context, r EndRequest) (Outcome, error) {
 	s.mu.Unlock()
 	if r.Decision == Commit {
 		if _, err := s.o.Store.PutMessage(ctx, visible); err != nil {
+			// The decision stands (its op record is written) and no
+			// later check asks again: store the copy in the next rounds,
+			// not only at the next recovery (chaos finding 9: a commit
+			// decided while the disk was full stayed invisible until
+			// the broker restarted).
+			s.mu.Lock()
+			s.unapplied[half.QueueOffset] = commitTopic
+			s.mu.Unlock()
+			s.log.Warn("committed message not stored; retried every round until it is", "halfQueueOffset", half.QueueOffset,
+				"msgId", half.Property(protocol.PropUniqKey), "err", err)
 			return 0, fmt.Errorf("transaction: store committed message: %w", err)
 		}
 		s.count(func(st *Stats) { st.Commits++ })
@@ -670,8 +684,40 @@ func (s *Service) loop(tick time.Duration) {
 	}
 }
 
-// round scans for new half messages and sends the checks that are due.
+// reapply stores the committed copies End could not store.
+func (s *Service) reapply() {
+	s.mu.Lock()
+	todo := make(map[int64]string, len(s.unapplied))
+	for off, topic := range s.unapplied {
+		todo[off] = topic
+	}
+	s.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	// ensureCommitted finds half records and copies through the consume
+	// queues and the index: wait until they cover what is stored.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	err := s.o.Store.WaitDispatched(ctx, s.o.Store.MaxPhyOffset())
+	cancel()
+	if err != nil {
+		return
+	}
+	for off, topic := range todo {
+		if err := s.ensureCommitted(off, topic); err != nil {
+			continue // still failing: the next round tries again
+		}
+		s.mu.Lock()
+		delete(s.unapplied, off)
+		s.mu.Unlock()
+		s.log.Info("committed message stored after an earlier failure", "halfQueueOffset", off)
+	}
+}
+
+// round scans for new half messages and sends the checks that are due,
+// after storing the committed copies that failed before.
 func (s *Service) round() {
+	s.reapply()
 	if err := s.scanHalf(); err != nil {
 		s.log.Error("scan half queue", "err", err)
 	}

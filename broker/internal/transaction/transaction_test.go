@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,5 +433,53 @@ func TestServiceDecisionsWaitForRecovery(t *testing.T) {
 	}
 	if want := []int64{b.QueueOffset, c.QueueOffset}; !slices.Equal(pending, want) {
 		t.Fatalf("pending after recovery = %v, want %v", pending, want)
+	}
+}
+
+// failingCopies is a store whose puts into topic "orders" (the committed
+// copies) fail while fail is set, as on a full disk.
+type failingCopies struct {
+	*store.Store
+	fail atomic.Bool
+}
+
+func (f *failingCopies) PutMessage(ctx context.Context, m *protocol.MessageExt) (store.PutResult, error) {
+	if f.fail.Load() && m.Topic == "orders" {
+		return store.PutResult{}, store.ErrDiskFull
+	}
+	return f.Store.PutMessage(ctx, m)
+}
+
+// TestServiceRetriesCommitNotStored: a COMMIT whose op record was written
+// but whose committed copy could not be stored (the disk filled between
+// the two) is stored by a later round once the store takes writes again,
+// not only by the next recovery (chaos finding 9: x-13801 stayed invisible
+// until the drain's deadline).
+func TestServiceRetriesCommitNotStored(t *testing.T) {
+	dir, clk := t.TempDir(), newClock()
+	var fc *failingCopies
+	e := openEnv(t, dir, clk, func(o *Options) {
+		fc = &failingCopies{Store: o.Store.(*store.Store)}
+		o.Store = fc
+	})
+	defer e.close()
+	m := e.half("full-disk")
+	fc.fail.Store(true)
+	if _, err := e.svc.End(context.Background(), EndRequest{ProducerGroup: "pg", TranStateTableOffset: m.QueueOffset,
+		CommitLogOffset: m.CommitLogOffset, Decision: Commit}); err == nil {
+		t.Fatal("End stored the committed copy on a full disk")
+	}
+	e.svc.round()
+	if n := e.visible(); n != 0 {
+		t.Fatalf("visible = %d while the disk is full", n)
+	}
+	fc.fail.Store(false)
+	e.svc.round()
+	if n := e.visible(); n != 1 {
+		t.Fatalf("visible = %d after the disk has room again, want 1", n)
+	}
+	e.svc.round() // stored once, not again
+	if n := e.visible(); n != 1 {
+		t.Fatalf("visible = %d after another round, want 1", n)
 	}
 }
