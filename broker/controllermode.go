@@ -54,7 +54,6 @@ type controllerMode struct {
 	syncSet     []int64             // the SyncStateSet the controller committed (master: the ack rule)
 	syncEpoch   int32
 	caughtUp    map[int64]time.Time // master: each replica's last catch-up, across reconnects
-	stopped     bool                // a demotion stopped the delay, timer and transaction services (a promotion rebuilds them)
 }
 
 // ControllerRole reports, in controller mode, the role the broker runs as

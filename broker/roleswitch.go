@@ -134,11 +134,7 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 		b.roleMu.Unlock()
 		return fmt.Errorf("ha server: %w", err)
 	}
-	cm.mu.Lock()
-	stopped := cm.stopped
-	cm.stopped = false
-	cm.mu.Unlock()
-	if stopped {
+	if b.sched().Stopped() || b.timers().Stopped() {
 		// Demoted earlier in this process: the services it stopped then
 		// do not start again, so build new ones from the persisted
 		// progress (the slave's copy of the master's), as a start does.
@@ -220,7 +216,7 @@ func (b *Broker) demote(cm *controllerMode, m protocol.MasterInfo) {
 		b.log.Error("controller mode: ha client", "err", err)
 	}
 	cm.mu.Lock()
-	cm.running, cm.following, cm.stopped = "slave", "", true
+	cm.running, cm.following = "slave", ""
 	cm.mu.Unlock()
 	b.log.Warn("controller mode: DEMOTED to slave: writes refused", "id", cm.id, "new_master", m.MasterBrokerID,
 		"master_epoch", m.MasterEpoch)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -141,19 +140,14 @@ func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 	if set == nil {
 		return b.store.DispatchedOffset()
 	}
-	var replicas []ha.Replica
-	if srv := b.haServer(); srv != nil {
-		replicas = srv.Replicas()
-	}
+	srv := b.haServer()
 	for _, id := range set {
 		if id == cm.id {
 			continue
 		}
-		acked := int64(0)
-		for _, r := range replicas {
-			if r.BrokerID == id {
-				acked = r.Acked
-			}
+		var acked int64 // a member with no connection holds the offset at 0
+		if srv != nil {
+			acked, _ = srv.Acked(id)
 		}
 		end = min(end, acked)
 	}

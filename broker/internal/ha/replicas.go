@@ -82,17 +82,25 @@ func (s *Server) WaitAcks(ctx context.Context, offset int64, ids []int64, need i
 }
 
 func (s *Server) countAcked(offset int64, ids []int64) int {
-	best := map[int64]int64{}
-	for _, c := range *s.snapshot.Load() {
-		if id := c.id.Load(); id > 0 && c.ready.Load() {
-			best[id] = max(best[id], c.acked.Load())
-		}
-	}
 	n := 0
 	for _, id := range ids {
-		if a, ok := best[id]; ok && a >= offset {
+		if a, ok := s.Acked(id); ok && a >= offset {
 			n++
 		}
 	}
 	return n
+}
+
+// Acked returns the end of the commit log the slave with controller id
+// id confirmed, the best over its ready connections (a reconnect may race
+// the old connection's end); ok is false when no ready connection has
+// that id. It allocates nothing: the store's dispatcher calls it (through
+// the broker's confirm offset) on every wake.
+func (s *Server) Acked(id int64) (acked int64, ok bool) {
+	for _, c := range *s.snapshot.Load() {
+		if c.id.Load() == id && c.ready.Load() {
+			acked, ok = max(acked, c.acked.Load()), true
+		}
+	}
+	return acked, ok
 }

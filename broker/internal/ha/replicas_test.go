@@ -35,6 +35,18 @@ func TestReplicasAndWaitAcks(t *testing.T) {
 	if err := srv.WaitAcks(ctx, end, []int64{2, 3}, 2); err != nil {
 		t.Fatalf("both acked: %v", err)
 	}
+	for _, id := range []int64{2, 3} {
+		if a, ok := srv.Acked(id); !ok || a < end {
+			t.Fatalf("Acked(%d) = %d %v, want >= %d", id, a, ok, end)
+		}
+	}
+	if a, ok := srv.Acked(4); ok || a != 0 {
+		t.Fatalf("Acked of an id never connected = %d %v", a, ok)
+	}
+	// The confirm offset asks on every dispatcher wake: no garbage.
+	if n := testing.AllocsPerRun(100, func() { srv.Acked(2) }); n != 0 {
+		t.Fatalf("Acked allocates %v times per call", n)
+	}
 	c3.Close()
 	end = p.put(t, mst, 5)
 	if err := srv.WaitAcks(ctx, end, []int64{2, 3}, 1); err != nil {

@@ -338,6 +338,17 @@ func (s *Service) Start() {
 	})
 }
 
+// Stopped reports whether Stop was called: a stopped service never runs
+// again (Start has no effect), so a broker promoted again builds a new one.
+func (s *Service) Stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stop stops the level goroutines (a put in progress finishes first),
 // then persists progress. It returns ctx's error if the goroutines do not
 // finish in time (progress is then persisted as far as known).

@@ -290,6 +290,17 @@ func (s *Service) Reload() error {
 	return nil
 }
 
+// Stopped reports whether Stop was called: a stopped service never runs
+// again (Start has no effect), so a broker promoted again builds a new one.
+func (s *Service) Stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stop stops the goroutine (a delivery put in progress finishes first),
 // which writes the checkpoint on its way out and fails pending Recall
 // calls with ErrStopped. It returns ctx's error if that takes too long.
