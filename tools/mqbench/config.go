@@ -32,6 +32,8 @@ type Config struct {
 	Warmup    time.Duration `json:"warmup_ns"`
 	Label     string        `json:"label,omitempty"`
 	Keep      bool          `json:"keep,omitempty"`
+	// NoIdempotence turns pkg/mqclient's idempotent sends off (tide).
+	NoIdempotence bool `json:"no_idempotence,omitempty"`
 	// ServerVersion names the tide build under test (its client cannot ask).
 	ServerVersion string `json:"-"`
 	ServerPids    string `json:"-"`
@@ -70,6 +72,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.ServerVersion, "server-version", "", "tide: the broker build's version, recorded in the result")
 	fs.StringVar(&c.ServerPids, "server-pids", "", "`pids` of the server processes (comma-separated): their CPU time is recorded per message")
 	fs.BoolVar(&c.Keep, "keep", false, "do not delete the topics at the end")
+	fs.BoolVar(&c.NoIdempotence, "no-idempotence", false, "tide: send without pkg/mqclient's idempotent-producer stamps (to measure their cost)")
 	fs.StringVar(&c.JSONOut, "json", "", "also write the result as JSON to this `file` (- = stdout, text then goes to stderr)")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines")
 	fs.StringVar(&c.RateOf, "rate-of", "", "take -rate from this earlier result `file` (its produce msgs/s times -rate-factor)")

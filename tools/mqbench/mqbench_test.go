@@ -28,6 +28,7 @@ func TestSmoke(t *testing.T) {
 		{"sync", []string{"-mode", "produce", "-send", "sync", "-count", "200", "-inflight", "2"}, []string{"produce"}},
 		{"async", []string{"-mode", "produce", "-send", "async", "-count", "300", "-inflight", "32", "-topics", "2"}, []string{"produce"}},
 		{"oneway", []string{"-mode", "produce", "-send", "oneway", "-count", "100"}, []string{"produce"}},
+		{"plain", []string{"-mode", "produce", "-send", "async", "-count", "100", "-no-idempotence"}, []string{"produce"}},
 		{"batch", []string{"-mode", "produce", "-send", "batch", "-batch", "16", "-count", "320", "-size", "100"}, []string{"produce"}},
 		{"rate", []string{"-mode", "produce", "-send", "sync", "-rate", "400", "-duration", "500ms", "-warmup", "100ms"}, []string{"produce"}},
 		{"backlog", []string{"-mode", "backlog", "-count", "500", "-batch", "50", "-queues", "4"}, []string{"preload", "consume"}},
