@@ -481,7 +481,10 @@ func staleRoute(err error) bool {
 	if errors.As(err, &pe) {
 		return pe.Code == protocol.TopicNotExist
 	}
-	return errors.Is(err, remoting.ErrDial) || errors.Is(err, remoting.ErrClosed)
+	// A timeout counts too: a master that died without closing its
+	// connections (a killed container, a cut network) shows as requests
+	// timing out, and its successor registers under another address.
+	return errors.Is(err, remoting.ErrDial) || errors.Is(err, remoting.ErrClosed) || errors.Is(err, remoting.ErrTimeout)
 }
 
 func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendResult, error) {

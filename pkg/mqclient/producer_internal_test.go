@@ -3,9 +3,11 @@ package mqclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -186,5 +188,24 @@ func TestProducerInterceptors(t *testing.T) {
 	}
 	if n := a.sends.Load(); n != 1 {
 		t.Errorf("%d sends reached the broker, want 1", n)
+	}
+}
+
+func TestStaleRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"dial", fmt.Errorf("send: %w", remoting.ErrDial), true},
+		{"closed", fmt.Errorf("send: %w", remoting.ErrClosed), true},
+		{"timeout (a killed master)", fmt.Errorf("send: %w", remoting.ErrTimeout), true},
+		{"topic not exist", &protocol.Error{Code: protocol.TopicNotExist}, true},
+		{"flush timeout", &protocol.Error{Code: protocol.FlushDiskTimeout}, false},
+		{"other", errors.New("boom"), false},
+	} {
+		if got := staleRoute(tc.err); got != tc.want {
+			t.Errorf("%s: staleRoute = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
