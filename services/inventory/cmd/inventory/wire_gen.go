@@ -37,7 +37,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	outbox := data.NewOutbox(dataData, producer, set, messaging, slogLogger)
 	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, slogLogger)
 	inventoryService := service.NewInventoryService(stockUsecase, slogLogger)
-	grpcServer := server.NewGRPCServer(confServer, inventoryService, logger)
+	input := service.NewInput(logger)
+	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
 	registry := data.NewRegistry()
 	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, dataData, outbox, set, registry, slogLogger)
 	if err != nil {
@@ -45,22 +46,44 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		cleanup2()
 		return nil, nil, err
 	}
-	pinger := server.NewReadiness(dataData, consumerServer)
-	reconciler, cleanup4, err := server.NewReconciler(reconcile, dataData, stockUsecase, registry, slogLogger)
+	ready := server.NewReadiness(dataData, consumerServer)
+	runner, err := data.NewRunner(dataData, registry, slogLogger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	httpServer := server.NewHTTPServer(confServer, inventoryService, pinger, set, registry, reconciler, logger)
-	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	orderLookup, cleanup4, err := data.NewOrderLookup(reconcile)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	repairLog, err := data.NewRepairLog(dataData)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, serverCleanup)
+	reservationsJob := biz.NewReservationsJob(reconcile, dataData, orderLookup, stockUsecase, repairLog)
+	jobs := service.NewReconcileJobs(runner, reservationsJob, slogLogger)
+	httpServer := server.NewHTTPServer(confServer, inventoryService, input, ready, set, registry, jobs)
+	reconciler, err := server.NewReconciler(reconcile, jobs)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	cleanupService, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
 		cleanup4()
 		cleanup3()

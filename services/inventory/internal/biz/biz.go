@@ -15,7 +15,7 @@ import (
 )
 
 // ProviderSet is biz providers.
-var ProviderSet = wire.NewSet(NewStockUsecase)
+var ProviderSet = wire.NewSet(NewStockUsecase, NewReservationsJob)
 
 // Transaction runs fn in one database transaction carried by ctx: every
 // repository call and EventPublisher.Publish made with the ctx given to fn

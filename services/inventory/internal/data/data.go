@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -24,11 +23,13 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/kit/boot"
+	"github.com/tidemq/tide/services/kit/store"
+	"github.com/tidemq/tide/services/kit/topics"
 )
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox,
+	NewRunner, NewRepairLog, NewOrderLookup, wire.Bind(new(biz.ReservedLister), new(*Data)),
 	wire.Bind(new(biz.EventPublisher), new(*Outbox)), wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
 // NewRegistry returns the service's Prometheus registry (served on
@@ -181,19 +182,7 @@ func (d *Data) InTx(ctx context.Context, fn func(ctx context.Context) error) err
 }
 
 // Ping checks the database and Redis (readiness).
-func (d *Data) Ping(ctx context.Context) error {
-	sqlDB, err := d.db.DB()
-	if err != nil {
-		return err
-	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	if err := d.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	return nil
-}
+func (d *Data) Ping(ctx context.Context) error { return store.Ping(ctx, d.db, d.rdb) }
 
 // NewTransaction returns d as biz.Transaction.
 func NewTransaction(d *Data) biz.Transaction { return d }
@@ -227,21 +216,8 @@ func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(),
 // request; with MQ_INSTANCE_NAME set (boot.InstanceName), a client id
 // that stays the same across restarts.
 func ClientOptions(c *conf.Messaging) []mqclient.Option {
-	opts := []mqclient.Option{mqclient.WithNameServers(SplitAddrs(c.GetNameServers())...)}
-	if c.GetAccessKey() != "" {
-		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
-	}
-	if n := boot.InstanceName(); n != "" {
-		opts = append(opts, mqclient.WithInstanceName(n)) // stable client id across restarts
-	}
-	return opts
+	return topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
 }
 
 // SplitAddrs splits a NameServer list separated by ';' or ','.
-func SplitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-		out = append(out, a)
-	}
-	return out
-}
+func SplitAddrs(s string) []string { return topics.SplitAddrs(s) }

@@ -114,24 +114,18 @@ func (r *reservationRepo) List(ctx context.Context, status biz.Status, limit int
 	return out, nil
 }
 
-// Reserved is a RESERVED reservation as the reconciliation job sees it.
-type Reserved struct {
-	OrderID   string
-	UpdatedAt time.Time
-}
-
 // ReservedAfter returns up to limit RESERVED reservations with order ids
 // greater than after, by order id (the reconciliation job's pages: an
 // immutable key, so a resumed run neither skips nor repeats).
-func (d *Data) ReservedAfter(ctx context.Context, after string, limit int) ([]Reserved, error) {
+func (d *Data) ReservedAfter(ctx context.Context, after string, limit int) ([]biz.Reserved, error) {
 	var rows []reservationRow
 	if err := d.db.WithContext(ctx).Where("status = ? AND order_id > ?", string(biz.StatusReserved), after).
 		Order("order_id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("data: reserved reservations: %w", err)
 	}
-	out := make([]Reserved, len(rows))
+	out := make([]biz.Reserved, len(rows))
 	for i, r := range rows {
-		out[i] = Reserved{OrderID: r.OrderID, UpdatedAt: r.UpdatedAt}
+		out[i] = biz.Reserved{OrderID: r.OrderID, UpdatedAt: r.UpdatedAt}
 	}
 	return out, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
 )
 
@@ -87,7 +88,7 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.D
 		return s.HandleOrderEvent(data.WithTx(ctx, tx), ev.Msg)
 	}))
 	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
-		tracing.Middleware(tracing.Options{}), m.Middleware(group), logFailures(cl, group), crashAfterEffect(faults))}
+		tracing.Middleware(tracing.Options{}), m.Middleware(group), consume.LogOutcome(cl, group), consume.CrashAfterEffect(faults, data.FaultCrashAfterEffect))}
 	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c), mqclient.WithLogger(l),
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...), kratosmq.WithLogger(l))
 	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")
@@ -105,35 +106,6 @@ func versionKey(m *mqclient.MessageExt) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s/%d", key, v), nil
-}
-
-// crashAfterEffect is the crash_after_effect fault: the handler returned
-// nil (its transaction committed); the process ends before the ack.
-func crashAfterEffect(faults *fault.Set) mqclient.Middleware {
-	return func(h mqclient.Handler) mqclient.Handler {
-		return func(ctx context.Context, m *mqclient.MessageExt) error {
-			err := h(ctx, m)
-			if err == nil {
-				faults.Crash(data.FaultCrashAfterEffect, "topic", m.Topic, "msg_id", m.MsgID, "order_id", m.Key())
-			}
-			return err
-		}
-	}
-}
-
-// logFailures logs every failed delivery with topic, group, msg id and
-// order id (successes are logged by the service with their outcome).
-func logFailures(l *slog.Logger, group string) mqclient.Middleware {
-	return func(h mqclient.Handler) mqclient.Handler {
-		return func(ctx context.Context, m *mqclient.MessageExt) error {
-			err := h(ctx, m)
-			if err != nil {
-				l.WarnContext(ctx, "handler failed, will retry", "topic", m.Topic, "group", group, "tag", m.Tag,
-					"msg_id", m.MsgID, "order_id", m.Key(), "reconsume", m.ReconsumeTimes, "err", err)
-			}
-			return err
-		}
-	}
 }
 
 // Start creates the topics if missing, then starts the consumer and the

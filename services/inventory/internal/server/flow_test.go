@@ -20,6 +20,9 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/inventory/internal/biz"
+	"github.com/tidemq/tide/services/inventory/internal/data"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
 // orderProc is the order service running as a process (its packages are
@@ -154,7 +157,7 @@ func TestFlowOrderAndInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s.recon.SetOrders(grpcOrders{orderv1.NewOrderClient(conn)})
+	s.recon.Orders = data.GRPCOrders{C: orderv1.NewOrderClient(conn)}
 	stock := func(id string) string {
 		p := getProduct(t, s.httpURL, id)
 		return fmt.Sprintf("%v/%v/%v", p["available"], p["reserved"], p["sold"])
@@ -197,11 +200,11 @@ func TestFlowOrderAndInventory(t *testing.T) {
 	// An orphan reservation (its order never existed), then reconciliation.
 	s.send(t, orphanCreated("o-ghost"))
 	waitFor(t, "orphan reserved", func() bool { return stock("p-rare") == "2/1/0" })
-	var run RunJSON
+	var run rechttp.RunReport
 	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{"dry_run":false}`, &run); code != 200 || run.Repaired != 1 {
 		t.Fatalf("reconcile: %d %+v", code, run)
 	}
-	if len(run.Discrepancies) != 1 || run.Discrepancies[0].Key != "o-ghost" || run.Discrepancies[0].Class != string(ClassOrphan) {
+	if len(run.Discrepancies) != 1 || run.Discrepancies[0].Key != "o-ghost" || run.Discrepancies[0].Class != string(biz.ClassOrphan) {
 		t.Fatalf("discrepancies %+v", run.Discrepancies)
 	}
 	if got := stock("p-rare"); got != "3/0/0" {

@@ -31,6 +31,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
 type stack struct {
@@ -40,7 +41,7 @@ type stack struct {
 	creds    mqclient.Credentials
 	producer *mqclient.Producer
 	faults   *fault.Set
-	recon    *Reconciler
+	recon    *biz.ReservationsJob
 	data     *data.Data
 }
 
@@ -91,18 +92,27 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	ob := data.NewOutbox(d, p, faults, mc, l)
 	uc := biz.NewStockUsecase(data.NewProductRepo(d), data.NewReservationRepo(d), d, ob, l)
 	svc := service.NewInventoryService(uc, l)
-	recon, rclean, err := NewReconciler(&conf.Reconcile{MinAge: durationpb.New(0)}, d, uc, reg, l)
+	orders, rclean, err := data.NewOrderLookup(&conf.Reconcile{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rclean)
+	repairs, err := data.NewRepairLog(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := data.NewRunner(d, reg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recon := biz.NewReservationsJob(&conf.Reconcile{MinAge: durationpb.New(0)}, d, orders, uc, repairs)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	cs, err := NewConsumerServer(mc, svc, d, ob, faults, reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := NewHTTPServer(sc, svc, NewReadiness(d, cs), faults, reg, recon, log.DefaultLogger)
-	gs := NewGRPCServer(sc, svc, log.DefaultLogger)
+	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), NewReadiness(d, cs), faults, reg, service.NewReconcileJobs(runner, recon, l))
+	gs := NewGRPCServer(sc, svc, service.NewInput(log.DefaultLogger))
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // runs after the Stop cleanups below (LIFO)
 	for _, s := range []interface {
@@ -362,10 +372,10 @@ func TestServerReconcileReservations(t *testing.T) {
 	waitFor(t, "4 coffees reserved", func() bool { return getProduct(t, s.httpURL, "p-coffee")["reserved"] == "4" })
 	before := getProduct(t, s.httpURL, "p-coffee")
 	// o-orphan's order never committed; o-cancelled's OrderCancelled was lost.
-	s.recon.SetOrders(fakeOrders{"o-live": orderv1.OrderStatus_ORDER_STATUS_RESERVED,
-		"o-cancelled": orderv1.OrderStatus_ORDER_STATUS_CANCELLED, "o-paid": orderv1.OrderStatus_ORDER_STATUS_PAID})
+	s.recon.Orders = fakeOrders{"o-live": orderv1.OrderStatus_ORDER_STATUS_RESERVED,
+		"o-cancelled": orderv1.OrderStatus_ORDER_STATUS_CANCELLED, "o-paid": orderv1.OrderStatus_ORDER_STATUS_PAID}
 
-	var dry RunJSON
+	var dry rechttp.RunReport
 	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{"dry_run":true}`, &dry); code != 200 {
 		t.Fatalf("dry run: %d %+v", code, dry)
 	}
@@ -373,7 +383,7 @@ func TestServerReconcileReservations(t *testing.T) {
 	for _, d := range dry.Discrepancies {
 		classes[d.Key] = d.Class
 	}
-	want := map[string]string{"o-orphan": string(ClassOrphan), "o-cancelled": string(ClassCancelled), "o-paid": string(ClassPaid)}
+	want := map[string]string{"o-orphan": string(biz.ClassOrphan), "o-cancelled": string(biz.ClassCancelled), "o-paid": string(biz.ClassPaid)}
 	if fmt.Sprint(classes) != fmt.Sprint(want) || dry.WouldRepair != 2 || dry.RunID != 0 {
 		t.Fatalf("dry run = %+v", dry)
 	}
@@ -381,7 +391,7 @@ func TestServerReconcileReservations(t *testing.T) {
 		t.Fatalf("dry run changed stock: %v -> %v", before, p)
 	}
 
-	var run RunJSON
+	var run rechttp.RunReport
 	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{"dry_run":false}`, &run); code != 200 {
 		t.Fatalf("run: %d", code)
 	}
@@ -392,7 +402,7 @@ func TestServerReconcileReservations(t *testing.T) {
 	if p["reserved"] != "2" || p["available"] != fmt.Sprint(mustInt(t, before["available"])+2) {
 		t.Fatalf("after repair p-coffee = %v (before %v)", p, before)
 	}
-	var again RunJSON
+	var again rechttp.RunReport
 	if code := postJSON(t, s.httpURL+"/v1/reconcile/reservations", `{}`, &again); code != 200 || again.Repaired != 0 {
 		t.Fatalf("second run: %d %+v", code, again)
 	}

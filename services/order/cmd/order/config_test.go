@@ -50,7 +50,7 @@ func TestConfigLoads(t *testing.T) {
 				c.GetDisabled() != tt.cleanupDisabled {
 				t.Errorf("cleanup %v", c)
 			}
-			stop, err := setupTracing(bc.GetObservability(), "test")
+			stop, err := boot.Tracing(Name, Version, bc.GetObservability().GetOtlpEndpoint())
 			if err != nil {
 				t.Fatal(err)
 			}

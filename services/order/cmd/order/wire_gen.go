@@ -50,8 +50,9 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	cancelTimer := data.NewCancelTimer(scheduler)
 	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
-	grpcServer := server.NewGRPCServer(confServer, orderService, logger)
-	consumer, err := server.NewConsumer(mq, orderUsecase, dataData, set, registry, logger)
+	input := service.NewInput(logger)
+	grpcServer := server.NewGRPCServer(confServer, orderService, input)
+	eventService, err := service.NewEventService(orderUsecase, registry)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -59,10 +60,18 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		cleanup2()
 		return nil, nil, err
 	}
-	readiness := server.NewReadiness(dataData, consumer)
-	httpServer := server.NewHTTPServer(confServer, orderService, readiness, set, registry, logger)
+	consumer, err := server.NewConsumer(mq, eventService, dataData, set, registry)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	ready := server.NewReadiness(dataData, consumer)
+	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
 	sweeper := server.NewSweeper(order, orderUsecase, logger)
-	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry)
+	cleanupService, err := server.NewCleanup(cleanup, dataData, registry)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -70,7 +79,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, serverCleanup)
+	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, cleanupService)
 	return app, func() {
 		cleanup5()
 		cleanup4()

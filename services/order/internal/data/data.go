@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
@@ -106,19 +107,11 @@ func (d *Data) Gorm() *gorm.DB { return d.db }
 
 // Ready reports whether the database and Redis answer.
 func (d *Data) Ready(ctx context.Context) error {
-	sqlDB, err := d.db.DB()
-	if err != nil {
-		return err
+	rdb := d.rdb
+	if rdb.Options().Addr == "" {
+		rdb = nil
 	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	if d.rdb.Options().Addr != "" {
-		if err := d.rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
-	}
-	return nil
+	return store.Ping(ctx, d.db, rdb)
 }
 
 // NewTransaction returns d as the biz.Transaction.

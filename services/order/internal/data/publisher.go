@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
@@ -21,7 +20,6 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
-	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -49,23 +47,14 @@ func NewFaults(c *conf.Fault) *fault.Set {
 }
 
 // NameServers splits the configured NameServer list.
-func NameServers(c *conf.MQ) []string {
-	return strings.FieldsFunc(c.GetNamesrvAddr(), func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
-}
+func NameServers(c *conf.MQ) []string { return topics.SplitAddrs(c.GetNamesrvAddr()) }
 
 // ClientOptions are the options every producer, consumer and admin client
 // of the service starts from: the NameServers and, when mq.access_key is
 // set, the plain-ACL credentials that sign every request; with MQ_INSTANCE_NAME set
 // (boot.InstanceName), a client id that stays the same across restarts.
 func ClientOptions(c *conf.MQ) []mqclient.Option {
-	opts := []mqclient.Option{mqclient.WithNameServers(NameServers(c)...)}
-	if c.GetAccessKey() != "" {
-		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: c.GetAccessKey(), SecretKey: c.GetSecretKey()}))
-	}
-	if n := boot.InstanceName(); n != "" {
-		opts = append(opts, mqclient.WithInstanceName(n)) // stable client id across restarts
-	}
-	return opts
+	return topics.ClientOptions(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey())
 }
 
 // NewSender creates the order topics if missing and starts the

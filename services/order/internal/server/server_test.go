@@ -158,12 +158,16 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		data.NewCancelTimer(sch), oc, logger)
 	svc := service.NewOrderService(uc)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	cons, err := NewConsumer(mq, uc, d, faults, reg, logger)
+	events, err := service.NewEventService(uc, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := NewHTTPServer(sc, svc, NewReadiness(d, cons), faults, reg, logger)
-	gs := NewGRPCServer(sc, svc, logger)
+	cons, err := NewConsumer(mq, events, d, faults, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(sc, svc, service.NewInput(logger), NewReadiness(d, cons), faults, reg)
+	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
 	sw := NewSweeper(oc, uc, logger)
 
 	// Endpoint binds the listeners: resolve them before Start runs on

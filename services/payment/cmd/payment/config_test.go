@@ -52,7 +52,7 @@ func TestConfigLoads(t *testing.T) {
 	if ep := bc.GetObservability().GetOtlpEndpoint(); ep != "" {
 		t.Errorf("otlp_endpoint by default: %q", ep)
 	}
-	stop, err := setupTracing(bc.GetObservability(), "test")
+	stop, err := boot.Tracing(Name, Version, bc.GetObservability().GetOtlpEndpoint())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,17 +56,21 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	options := newOptions(messaging)
 	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, slogLogger)
 	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
-	grpcServer := server.NewGRPCServer(confServer, paymentService, logger)
-	ledger := data.NewLedger(dataData)
-	reconciler, err := server.NewReconciler(reconcile, messaging, dataData, paymentUsecase, ledger, gateway, orderReader, registry, slogLogger)
+	input := service.NewInput(logger)
+	grpcServer := server.NewGRPCServer(confServer, paymentService, input)
+	runner, err := data.NewRunner(reconcile, dataData, registry, slogLogger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	pinger := server.NewReadiness(dataData, messaging)
-	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, reconciler, v, registry, pinger, logger)
+	ledger := data.NewLedger(dataData)
+	paymentsJob := biz.NewPaymentsJob(reconcile, paymentUsecase, ledger, gateway, orderReader)
+	brokerCheck := data.NewBrokerJob(reconcile, messaging)
+	jobs := service.NewReconcileJobs(runner, paymentsJob, brokerCheck, slogLogger)
+	ready := server.NewReadiness(dataData, messaging)
+	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, jobs, v, registry, ready, input)
 	consumerServer, err := server.NewConsumerServer(messaging, dataData, paymentService, v, registry, metrics, slogLogger)
 	if err != nil {
 		cleanup4()
@@ -74,14 +78,21 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		cleanup2()
 		return nil, nil, err
 	}
-	serverCleanup, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	reconciler, err := server.NewReconciler(reconcile, jobs)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, serverCleanup)
+	cleanupService, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
 		cleanup4()
 		cleanup3()

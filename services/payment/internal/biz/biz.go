@@ -13,7 +13,7 @@ import (
 )
 
 // ProviderSet is biz providers.
-var ProviderSet = wire.NewSet(NewPaymentUsecase)
+var ProviderSet = wire.NewSet(NewPaymentUsecase, NewPaymentsJob)
 
 // Transaction runs fn in one database transaction carried by ctx.
 type Transaction interface {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/services/kit/reconcile"
+	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // StatementLine is one capture or refund as the gateway recorded it.
@@ -296,4 +297,16 @@ func (j *PaymentsJob) Repair(ctx context.Context, d reconcile.Discrepancy, idemp
 		return j.Statement.RefundCapture(ctx, l)
 	}
 	return fmt.Errorf("biz: unknown repair action %q (%s)", d.Action, idempotencyKey)
+}
+
+// BrokerCheck is the job that reports broker state nobody else looks at
+// (half messages past their timeout, dead letters); data implements it
+// over the broker's admin API.
+type BrokerCheck interface {
+	reconcile.Job
+}
+
+// NewPaymentsJob returns the payments job with c's grace window.
+func NewPaymentsJob(c *conf.Reconcile, uc *PaymentUsecase, ledger Ledger, statement Statement, orders OrderReader) *PaymentsJob {
+	return &PaymentsJob{UC: uc, Ledger: ledger, Statement: statement, Orders: orders, Grace: c.GetGrace().AsDuration()}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 	"github.com/tidemq/tide/services/kit/reconcile"
+	"github.com/tidemq/tide/services/payment/internal/biz"
+	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // Classes of the "broker" job.
@@ -173,4 +175,10 @@ func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *re
 		}
 	}
 	return nil
+}
+
+// NewBrokerJob returns the broker job of the NameServers and credentials
+// of m, with c's half-message timeout.
+func NewBrokerJob(c *conf.Reconcile, m *conf.Messaging) biz.BrokerCheck {
+	return &BrokerJob{NameServers: SplitAddrs(m.GetNameServers()), ClientOptions: CredentialOptions(m), HalfTimeout: c.GetHalfTimeout().AsDuration()}
 }

@@ -21,13 +21,15 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/tidemq/tide/services/kit/store"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyStore,
-	NewGateway, NewTransaction, NewOrderReader, NewLedger,
+	NewGateway, NewTransaction, NewOrderReader, NewLedger, NewBrokerJob, NewRunner,
 	wire.Bind(new(biz.Gateway), new(*Gateway)), wire.Bind(new(biz.Statement), new(*Gateway)),
 	wire.Bind(new(biz.Publisher), new(*Publisher)))
 
@@ -184,24 +186,10 @@ func (d *Data) InTx(ctx context.Context, fn func(ctx context.Context) error) err
 }
 
 // Ping checks the database and Redis (readiness).
-func (d *Data) Ping(ctx context.Context) error {
-	sqlDB, err := d.db.DB()
-	if err != nil {
-		return err
-	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	if err := d.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	return nil
-}
+func (d *Data) Ping(ctx context.Context) error { return store.Ping(ctx, d.db, d.rdb) }
 
 // NewTransaction returns d as biz.Transaction.
 func NewTransaction(d *Data) biz.Transaction { return d }
 
 // SplitAddrs splits a NameServer list separated by ';' or ','.
-func SplitAddrs(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
-}
+func SplitAddrs(s string) []string { return topics.SplitAddrs(s) }

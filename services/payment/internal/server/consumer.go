@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 
@@ -77,25 +76,18 @@ func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentServic
 }
 
 // OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
-// for group.
+// for group: service.HandleOrderCancelled, its mark made idempotent by
+// pkg/mqclient/idempotent (Redis fast path, dedup record in mq_dedup
+// committed with the cancellation mark).
 func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService, faults *fault.Set,
 	reg prometheus.Registerer, l *slog.Logger) (mqclient.Handler, error) {
-	orderID := func(m *mqclient.MessageExt) (string, error) {
-		ev, _, err := service.OrderCancelled(m)
-		if err != nil {
-			return "", err
-		}
-		if ev == nil {
-			return "", fmt.Errorf("not OrderCancelled")
-		}
-		return ev.GetOrderId(), nil
-	}
 	idem, err := idempotent.New(d.Gorm(), d.Redis(), idempotent.Options{
 		Group: group, Handler: HandlerOrderCancelled,
-		Key: orderID,
-		// The order id is the whole business fact: a resent cancellation
-		// (new msg id, new timestamp) is the same event.
-		Payload:     func(m *mqclient.MessageExt) ([]byte, error) { k, err := orderID(m); return []byte(k), err },
+		Key: service.CancelledOrderID,
+		Payload: func(m *mqclient.MessageExt) ([]byte, error) {
+			k, err := service.CancelledOrderID(m)
+			return []byte(k), err
+		},
 		RedisPolicy: idempotent.FailClosedDB,
 		Logger:      l, Registerer: reg,
 	})
@@ -103,35 +95,9 @@ func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService
 		return nil, err
 	}
 	mark := idem.Wrap(func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error {
-		ev, _, err := service.OrderCancelled(m)
-		if err != nil {
-			return err
-		}
-		return s.MarkCancelled(data.WithTx(ctx, tx), ev)
+		return s.MarkCancelledMessage(data.WithTx(ctx, tx), m)
 	})
-	return func(ctx context.Context, m *mqclient.MessageExt) error {
-		ev, ok, err := service.OrderCancelled(m)
-		if !ok {
-			return nil
-		}
-		log := l.With("topic", m.Topic, "group", group, "msg_id", m.MsgID, "tag", m.Tag)
-		if err != nil {
-			log.ErrorContext(ctx, "undecodable message; to the DLQ", "err", err)
-			return middleware.Permanent(err)
-		}
-		log = log.With("order_id", ev.GetOrderId())
-		if err := mark(ctx, m); err != nil {
-			log.WarnContext(ctx, "OrderCancelled not applied; will retry", "err", err)
-			return err
-		}
-		if err := s.RefundCancelled(ctx, ev); err != nil {
-			log.WarnContext(ctx, "refund failed; will retry", "err", err)
-			return err
-		}
-		log.InfoContext(ctx, "OrderCancelled handled")
-		faults.Crash(fault.CrashAfterEffect, "order_id", ev.GetOrderId(), "msg_id", m.MsgID)
-		return nil
-	}, nil
+	return s.HandleOrderCancelled(group, mark, func(attrs ...any) { faults.Crash(fault.CrashAfterEffect, attrs...) }), nil
 }
 
 // Start creates the topics if missing, then starts the consumer.

@@ -10,6 +10,7 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/reconcile"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 )
@@ -237,7 +238,7 @@ func TestFlowReconcilePayments(t *testing.T) {
 		"payment:" + biz.PaymentID("r-lost"):                         string(reconcile.StatusMismatch),
 		"payment:" + biz.PaymentID("r-cancel"):                       string(reconcile.StatusMismatch),
 	}
-	check := func(rep *RunReport) {
+	check := func(rep *rechttp.RunReport) {
 		t.Helper()
 		got := map[string]string{}
 		for _, d := range rep.Discrepancies {
@@ -254,7 +255,7 @@ func TestFlowReconcilePayments(t *testing.T) {
 	}
 	balanceBefore := balance(t, s, "u-alice")
 	r := s.do(t, "POST", "/v1/reconcile/payments", map[string]any{"dry_run": true}, nil)
-	var dry RunReport
+	var dry rechttp.RunReport
 	if r.status != 200 || json.Unmarshal([]byte(r.raw), &dry) != nil {
 		t.Fatalf("dry run: %d %s", r.status, r.raw)
 	}
@@ -288,8 +289,8 @@ func TestFlowReconcilePayments(t *testing.T) {
 	}
 	runs := s.do(t, "GET", "/v1/reconcile/runs?job=payments", nil, nil)
 	var rr struct {
-		Runs  []RunRecord  `json:"runs"`
-		Audit []AuditEntry `json:"audit"`
+		Runs  []reconcile.RunRecord  `json:"runs"`
+		Audit []reconcile.AuditEntry `json:"audit"`
 	}
 	if runs.status != 200 || json.Unmarshal([]byte(runs.raw), &rr) != nil || len(rr.Runs) != 2 || len(rr.Audit) == 0 {
 		t.Fatalf("runs: %d %s", runs.status, runs.raw)

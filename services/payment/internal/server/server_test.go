@@ -36,6 +36,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -135,7 +136,7 @@ type stack struct {
 	panicOnCrash atomic.Bool
 	orders       *fakeOrders
 	events       *eventLog
-	rc           *Reconciler
+	rc           *rechttp.Jobs
 	accts        biz.AccountRepo
 	gw           *data.Gateway
 	prod         *mqclient.Producer
@@ -234,14 +235,17 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	t.Cleanup(oclean)
 	s.uc = biz.NewPaymentUsecase(s.accts, data.NewPaymentRepo(d), keys, s.gw, orders, d, pub, s.faults, biz.Options{}, l)
 	s.svc = service.NewPaymentService(s.uc, l)
-	s.rc, err = NewReconciler(&conf.Reconcile{Repair: true}, mc, d, s.uc, data.NewLedger(d), s.gw, orders, s.reg, l)
+	rcConf := &conf.Reconcile{Repair: true}
+	runner, err := data.NewRunner(rcConf, d, s.reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.rc = service.NewReconcileJobs(runner, biz.NewPaymentsJob(rcConf, s.uc, data.NewLedger(d), s.gw, orders),
+		data.NewBrokerJob(rcConf, mc), l)
 
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, s.gw, s.rc, s.faults, s.reg, NewReadiness(d, mc), log.DefaultLogger)
-	gs := NewGRPCServer(sc, s.svc, log.DefaultLogger)
+	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, s.gw, s.rc, s.faults, s.reg, NewReadiness(d, mc), service.NewInput(log.DefaultLogger))
+	gs := NewGRPCServer(sc, s.svc, service.NewInput(log.DefaultLogger))
 	cs, err := NewConsumerServer(mc, d, s.svc, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)

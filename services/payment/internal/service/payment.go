@@ -11,6 +11,7 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
@@ -112,4 +113,60 @@ func (s *PaymentService) RefundCancelled(ctx context.Context, ev *eventv1.OrderC
 		s.log.InfoContext(ctx, "late payment refunded", "order_id", ev.GetOrderId())
 	}
 	return nil
+}
+
+// CancelledOrderID is the idempotency key (and payload) of an
+// OrderCancelled message: the order id, the whole business fact (a
+// resent cancellation, with a new msg id and timestamp, is the same
+// event).
+func CancelledOrderID(m *mqclient.MessageExt) (string, error) {
+	ev, _, err := OrderCancelled(m)
+	if err != nil {
+		return "", err
+	}
+	if ev == nil {
+		return "", fmt.Errorf("not OrderCancelled")
+	}
+	return ev.GetOrderId(), nil
+}
+
+// MarkCancelledMessage is MarkCancelled of the message's event.
+func (s *PaymentService) MarkCancelledMessage(ctx context.Context, m *mqclient.MessageExt) error {
+	ev, _, err := OrderCancelled(m)
+	if err != nil {
+		return err
+	}
+	return s.MarkCancelled(ctx, ev)
+}
+
+// HandleOrderCancelled is the handler of order-events for group: other
+// tags are acknowledged without effect; an undecodable OrderCancelled
+// goes to the DLQ (middleware.Permanent); else mark (MarkCancelledMessage
+// made idempotent by the server) records the cancellation, the order's
+// payment is refunded (RefundCancelled), and crash (the
+// crash_after_effect fault) runs before the acknowledgement.
+func (s *PaymentService) HandleOrderCancelled(group string, mark mqclient.Handler, crash func(attrs ...any)) mqclient.Handler {
+	return func(ctx context.Context, m *mqclient.MessageExt) error {
+		ev, ok, err := OrderCancelled(m)
+		if !ok {
+			return nil
+		}
+		log := s.log.With("topic", m.Topic, "group", group, "msg_id", m.MsgID, "tag", m.Tag)
+		if err != nil {
+			log.ErrorContext(ctx, "undecodable message; to the DLQ", "err", err)
+			return middleware.Permanent(err)
+		}
+		log = log.With("order_id", ev.GetOrderId())
+		if err := mark(ctx, m); err != nil {
+			log.WarnContext(ctx, "OrderCancelled not applied; will retry", "err", err)
+			return err
+		}
+		if err := s.RefundCancelled(ctx, ev); err != nil {
+			log.WarnContext(ctx, "refund failed; will retry", "err", err)
+			return err
+		}
+		log.InfoContext(ctx, "OrderCancelled handled")
+		crash("order_id", ev.GetOrderId(), "msg_id", m.MsgID)
+		return nil
+	}
 }
