@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,12 +48,7 @@ import (
 //  4. the stock command (Reserve/Release/Sell), its outbox row, all in the
 //     same transaction.
 type ConsumerServer struct {
-	mq    *kratosmq.Server
-	relay *data.Outbox
-	base  []mqclient.Option // NameServers and credentials (data.ClientOptions)
-	log   *slog.Logger
-	// running is set once the consumer started (readiness).
-	running atomic.Bool
+	*consume.Server
 }
 
 // NewConsumerServer subscribes the service to order events.
@@ -95,7 +88,9 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.D
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, handler, opts...); err != nil {
 		return nil, err
 	}
-	return &ConsumerServer{mq: mq, relay: relay, base: data.ClientOptions(c), log: l}, nil
+	cs := consume.NewServer(mq, data.ClientOptions(c), eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents)
+	cs.Before, cs.After = relay.Start, relay.Stop
+	return &ConsumerServer{cs}, nil
 }
 
 // versionKey is the idempotency key of an order event: order id and
@@ -106,34 +101,4 @@ func versionKey(m *mqclient.MessageExt) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s/%d", key, v), nil
-}
-
-// Start creates the topics if missing, then starts the consumer and the
-// relay.
-func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := topics.Ensure(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents); err != nil {
-		return err
-	}
-	if err := s.relay.Start(ctx); err != nil {
-		return err
-	}
-	err := s.mq.Start(ctx)
-	if errors.Is(err, kratosmq.ErrStopped) {
-		// The app was stopped while this server was starting: not a failure.
-		return nil
-	}
-	if err == nil {
-		s.running.Store(true)
-	}
-	return err
-}
-
-// Running reports whether the consumer started and was not stopped.
-func (s *ConsumerServer) Running() bool { return s.running.Load() }
-
-// Stop drains the consumer (running handlers finish, offsets commit),
-// then stops the relay.
-func (s *ConsumerServer) Stop(ctx context.Context) error {
-	s.running.Store(false)
-	return errors.Join(s.mq.Stop(ctx), s.relay.Stop(ctx))
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"github.com/go-kratos/kratos/v2/log"
+
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/services/kit/api"
 )
@@ -19,4 +21,11 @@ var Schemas = api.Schemas{
 		"page_size":  api.Int(0, MaxPageSize),
 		"page_token": api.Text(0, 64),
 	},
+}
+
+// NewInput returns the input contract of the service's HTTP and gRPC
+// servers: its request schemas, body limit and error encoding
+// (services/kit/api); logger gets refused and failed requests.
+func NewInput(logger log.Logger) *api.Input {
+	return api.New(api.Options{Logger: logger}, Schemas)
 }

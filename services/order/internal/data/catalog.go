@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/errors"
-	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"google.golang.org/grpc"
 
 	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
@@ -26,15 +26,11 @@ type Catalog struct {
 
 // NewCatalog dials the inventory service. cleanup closes the connection.
 func NewCatalog(c *conf.Inventory) (biz.Catalog, func(), error) {
-	addr := c.GetGrpcAddr()
-	if addr == "" {
-		addr = "127.0.0.1:9002"
-	}
-	conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(addr))
+	conn, cleanup, err := api.Dial("inventory", c.GetGrpcAddr(), "127.0.0.1:9002")
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: dial inventory service %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("data: %w", err)
 	}
-	return NewCatalogConn(conn, c.GetTimeout().AsDuration()), func() { _ = conn.Close() }, nil
+	return NewCatalogConn(conn, c.GetTimeout().AsDuration()), cleanup, nil
 }
 
 // NewCatalogConn returns a Catalog on an existing connection; timeout

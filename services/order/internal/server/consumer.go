@@ -2,11 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
-	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,11 +39,11 @@ import (
 //
 // The crash_after_effect fault ends the process after a handler's effect
 // committed and before the ack.
+//
+// On Start it creates the subscribed topics if another service has not
+// yet (kit/consume.Server).
 type Consumer struct {
-	*kratosmq.Server
-	base []mqclient.Option // NameServers and credentials
-	// running is set once the consumers started (readiness).
-	running atomic.Bool
+	*consume.Server
 }
 
 // NewConsumer subscribes the handlers of events (service.EventService);
@@ -55,7 +52,6 @@ func NewConsumer(c *conf.MQ, events *service.EventService, d *data.Data, faults 
 	sl := slog.Default().With("module", "order/consumer")
 	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c),
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))
-	cs := &Consumer{Server: srv, base: data.ClientOptions(c)}
 	m, err := mqmetrics.New(reg)
 	if err != nil {
 		return nil, err
@@ -84,32 +80,6 @@ func NewConsumer(c *conf.MQ, events *service.EventService, d *data.Data, faults 
 		common(eventv1.GroupOrderTimer)...); err != nil {
 		return nil, err
 	}
-	return cs, nil
-}
-
-// Start creates the subscribed topics if another service has not yet,
-// then starts the consumers.
-func (c *Consumer) Start(ctx context.Context) error {
-	if err := topics.Ensure(ctx, c.base, eventv1.TopicInventoryEvents,
-		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer); err != nil {
-		return err
-	}
-	err := c.Server.Start(ctx)
-	if errors.Is(err, kratosmq.ErrStopped) {
-		// The app was stopped while this server was starting: not a failure.
-		return nil
-	}
-	if err == nil {
-		c.running.Store(true)
-	}
-	return err
-}
-
-// Running reports whether the consumers started and were not stopped.
-func (c *Consumer) Running() bool { return c.running.Load() }
-
-// Stop drains the consumers (in-flight handlers finish, offsets commit).
-func (c *Consumer) Stop(ctx context.Context) error {
-	c.running.Store(false)
-	return c.Server.Stop(ctx)
+	return &Consumer{consume.NewServer(srv, data.ClientOptions(c), eventv1.TopicInventoryEvents,
+		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer)}, nil
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"github.com/go-kratos/kratos/v2/log"
+
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
 )
@@ -20,4 +22,11 @@ var Schemas = api.Schemas{
 	(&orderv1.GetOrderRequest{}).ProtoReflect().Descriptor().FullName(): {
 		"id": api.Text(1, 64),
 	},
+}
+
+// NewInput returns the input contract of the service's HTTP and gRPC
+// servers: its request schemas, body limit and error encoding
+// (services/kit/api); logger gets refused and failed requests.
+func NewInput(logger log.Logger) *api.Input {
+	return api.New(api.Options{Logger: logger}, Schemas)
 }

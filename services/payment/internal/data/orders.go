@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/errors"
-	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"google.golang.org/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
@@ -26,15 +26,11 @@ type OrderReader struct {
 
 // NewOrderReader dials the order service. cleanup closes the connection.
 func NewOrderReader(c *conf.Order) (biz.OrderReader, func(), error) {
-	addr := c.GetGrpcAddr()
-	if addr == "" {
-		addr = "127.0.0.1:9000"
-	}
-	conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(addr))
+	conn, cleanup, err := api.Dial("order", c.GetGrpcAddr(), "127.0.0.1:9000")
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: dial order service %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("data: %w", err)
 	}
-	return NewOrderReaderConn(conn, c.GetTimeout().AsDuration()), func() { _ = conn.Close() }, nil
+	return NewOrderReaderConn(conn, c.GetTimeout().AsDuration()), cleanup, nil
 }
 
 // NewOrderReaderConn returns an OrderReader on an existing connection.

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +15,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
 	"github.com/tidemq/tide/services/payment/internal/fault"
@@ -40,8 +40,7 @@ const HandlerOrderCancelled = "order-cancelled"
 // stayed unrefunded that long (the e2e random-faults scenario saw 25 s
 // after the cancellation).
 type ConsumerServer struct {
-	mq   *kratosmq.Server
-	base []mqclient.Option // NameServers and credentials (data.ClientOptions)
+	*consume.Server
 }
 
 // NewConsumerServer subscribes the service to order cancellations. The
@@ -72,7 +71,7 @@ func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentServic
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, h, opts...); err != nil {
 		return nil, err
 	}
-	return &ConsumerServer{mq: mq, base: data.ClientOptions(c)}, nil
+	return &ConsumerServer{consume.NewServer(mq, data.ClientOptions(c), eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents)}, nil
 }
 
 // OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
@@ -99,14 +98,3 @@ func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService
 	})
 	return s.HandleOrderCancelled(group, mark, func(attrs ...any) { faults.Crash(fault.CrashAfterEffect, attrs...) }), nil
 }
-
-// Start creates the topics if missing, then starts the consumer.
-func (s *ConsumerServer) Start(ctx context.Context) error {
-	if err := topics.Ensure(ctx, s.base, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents); err != nil {
-		return err
-	}
-	return s.mq.Start(ctx)
-}
-
-// Stop drains the consumer (running handlers finish, offsets commit).
-func (s *ConsumerServer) Stop(ctx context.Context) error { return s.mq.Stop(ctx) }
