@@ -1,0 +1,20 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/tidemq/tide/services/kit/layout"
+)
+
+// TestLayout: the service's internal packages import each other as
+// server -> service -> biz <- data (services/kit/layout).
+func TestLayout(t *testing.T) {
+	// The sweeper and the list-query binder still call biz directly.
+	bad, err := layout.Check("../..", map[string][]string{"server": {"biz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
