@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"testing"
 )
 
 // Allowed lists, for each layer of internal/, the sibling layers it may
@@ -63,4 +64,16 @@ func layer(importPath string) (string, string) {
 	}
 	rest := importPath[i+len("/internal/"):]
 	return strings.Split(rest, "/")[0], path.Clean(importPath[:i+len("/internal")]) + "/"
+}
+
+// Assert fails t with one error per import Check reports in dir.
+func Assert(t testing.TB, dir string, extra map[string][]string) {
+	t.Helper()
+	bad, err := Check(dir, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
 }

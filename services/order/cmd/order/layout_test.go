@@ -10,11 +10,5 @@ import (
 // server -> service -> biz <- data (services/kit/layout).
 func TestLayout(t *testing.T) {
 	// The sweeper and the list-query binder still call biz directly.
-	bad, err := layout.Check("../..", map[string][]string{"server": {"biz"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
+	layout.Assert(t, "../..", map[string][]string{"server": {"biz"}})
 }
