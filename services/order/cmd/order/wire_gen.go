@@ -70,7 +70,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	}
 	ready := server.NewReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
-	sweeper := server.NewSweeper(order, orderUsecase, logger)
+	sweeper := server.NewSweeper(order, eventService, logger)
 	cleanupService, err := server.NewCleanup(cleanup, dataData, registry)
 	if err != nil {
 		cleanup5()

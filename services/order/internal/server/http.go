@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/go-kratos/kratos/v2/transport/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/fault"
-	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
@@ -40,22 +37,12 @@ func registerOrderHTTP(srv *http.Server, s orderv1.OrderServer) {
 	api.Route(r, "GET", "/v1/orders/{id}", orderv1.Order_GetOrder_FullMethodName, api.QueryVars[orderv1.GetOrderRequest], s.GetOrder)
 }
 
-// bindListOrders reads GET /v1/orders's query: status by its name
-// (CREATED, RESERVED, PAID, CANCELLED), user_id, page_token and limit.
+// bindListOrders reads GET /v1/orders's query (service.ListOrdersQuery).
 func bindListOrders(ctx http.Context, in *orderv1.ListOrdersRequest) error {
-	q := ctx.Request().URL.Query()
-	st, ok := service.ParseStatus(q.Get("status"))
-	if !ok {
-		return biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "status",
-			"why": "one of CREATED, RESERVED, PAID, CANCELLED"})
+	req, err := service.ListOrdersQuery(ctx.Request().URL.Query())
+	if err != nil {
+		return err
 	}
-	*in = orderv1.ListOrdersRequest{Status: st, UserId: q.Get("user_id"), PageToken: q.Get("page_token")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.ParseInt(l, 10, 32)
-		if err != nil {
-			return biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "limit", "why": "an integer"})
-		}
-		in.Limit = int32(n)
-	}
+	in.Status, in.UserId, in.PageToken, in.Limit = req.Status, req.UserId, req.PageToken, req.Limit
 	return nil
 }

@@ -168,7 +168,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(logger), NewReadiness(d, cons), faults, reg)
 	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
-	sw := NewSweeper(oc, uc, logger)
+	sw := NewSweeper(oc, events, logger)
 
 	// Endpoint binds the listeners: resolve them before Start runs on
 	// other goroutines (Kratos servers are not safe to bind concurrently).

@@ -7,19 +7,19 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
-	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/service"
 )
 
 // Sweeper periodically cancels live orders past their deadline
-// (OrderUsecase.SweepOverdue): the backstop of the delay pattern for
+// (EventService.SweepOverdue): the backstop of the delay pattern for
 // timers that were lost (a broker that forgot them, a crash between the
 // timer and the order). It runs as a kratosmq.Loop; an interval of 0
 // disables it.
 type Sweeper struct{ *kratosmq.Task }
 
 // NewSweeper returns the sweeper.
-func NewSweeper(c *conf.Order, uc *biz.OrderUsecase, logger log.Logger) *Sweeper {
+func NewSweeper(c *conf.Order, events *service.EventService, logger log.Logger) *Sweeper {
 	h := log.NewHelper(log.With(logger, "module", "order/sweeper"))
 	interval := c.GetSweepInterval().AsDuration()
 	return &Sweeper{kratosmq.Loop("order-sweeper", func(ctx context.Context) error {
@@ -35,7 +35,7 @@ func NewSweeper(c *conf.Order, uc *biz.OrderUsecase, logger log.Logger) *Sweeper
 				return nil
 			case <-t.C:
 			}
-			n, err := uc.SweepOverdue(ctx, 100)
+			n, err := events.SweepOverdue(ctx, 100)
 			if err != nil && ctx.Err() == nil {
 				h.Warnf("sweep: %v", err)
 			}

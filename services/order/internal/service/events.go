@@ -130,3 +130,9 @@ func (s *EventService) HandleTimer(ctx context.Context, m *mqclient.MessageExt) 
 	s.timerFired.WithLabelValues("handled").Inc()
 	return nil
 }
+
+// SweepOverdue cancels up to limit live orders past their deadline (the
+// backstop of lost timers) and returns how many it cancelled.
+func (s *EventService) SweepOverdue(ctx context.Context, limit int) (int, error) {
+	return s.uc.SweepOverdue(ctx, limit)
+}

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,4 +136,23 @@ func ts(t time.Time) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(t)
+}
+
+// ListOrdersQuery reads GET /v1/orders's query: status by its name
+// (CREATED, RESERVED, PAID, CANCELLED), user_id, page_token and limit.
+func ListOrdersQuery(q url.Values) (*orderv1.ListOrdersRequest, error) {
+	st, ok := ParseStatus(q.Get("status"))
+	if !ok {
+		return nil, biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "status",
+			"why": "one of CREATED, RESERVED, PAID, CANCELLED"})
+	}
+	in := &orderv1.ListOrdersRequest{Status: st, UserId: q.Get("user_id"), PageToken: q.Get("page_token")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 32)
+		if err != nil {
+			return nil, biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "limit", "why": "an integer"})
+		}
+		in.Limit = int32(n)
+	}
+	return in, nil
 }
