@@ -275,30 +275,8 @@ func writeReport(w *strings.Builder, rs results, lim Limits, meta Meta) {
 		}
 		w.WriteString("\n")
 	}
-	w.WriteString("CPU time per message sent, client + server processes (user + system, whole run including set-up; " +
-		"on a shared machine this drifts far less than msgs/s):\n\n| workload | " + strings.Join(cpuCols(), " | ") + " |\n|---" + strings.Repeat("|---", len(cpuCols())) + "|\n")
-	for _, wl := range workloads {
-		row := []string{wl.title}
-		any := false
-		for _, c := range classes {
-			for _, p := range columns {
-				v := 0.0
-				if r := rs.get(p, c.key, wl.key); r != nil {
-					v = r.CPUPerMsg()
-				}
-				if v > 0 {
-					any = true
-					row = append(row, fmt.Sprintf("%.0f", v))
-				} else {
-					row = append(row, "-")
-				}
-			}
-		}
-		if any {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-		}
-	}
-	w.WriteString("\n")
+	writeCPUTable(w, rs, "CPU time per message sent, client + server processes (user + system, whole run including set-up; "+
+		"on a shared machine this drifts far less than msgs/s)", "%.0f", (*Result).CPUPerMsg)
 	w.WriteString("Latency is per call (a batch counts once) from the call to its acknowledgement; e2e is from the send to the consumer's " +
 		"callback (HdrHistogram, microsecond resolution). (d) is timed from the first to the last delivered message of the backlog.\n\n")
 

@@ -112,7 +112,14 @@ func cpuChecks(rs results) []check {
 // writeServerCPU writes the servers' own CPU per message: what the broker
 // costs whatever the client spends.
 func writeServerCPU(w *strings.Builder, rs results) {
-	cols := cpuCols()
+	writeCPUTable(w, rs, "Server CPU time per message sent (the broker's or server's own processes only; "+
+		"the Tide columns differ only in the client driving the same broker)", "%.1f", (*Result).ServerCPUPerMsg)
+}
+
+// writeCPUTable writes one row per workload that has a value, one column
+// per class and target, values in microseconds per message from perMsg
+// (0 = none); nothing when no workload has one.
+func writeCPUTable(w *strings.Builder, rs results, title, format string, perMsg func(*Result) float64) {
 	var rows []string
 	for _, wl := range workloads {
 		row := []string{wl.title}
@@ -121,11 +128,11 @@ func writeServerCPU(w *strings.Builder, rs results) {
 			for _, p := range columns {
 				v := 0.0
 				if r := rs.get(p, c.key, wl.key); r != nil {
-					v = r.ServerCPUPerMsg()
+					v = perMsg(r)
 				}
 				if v > 0 {
 					any = true
-					row = append(row, fmt.Sprintf("%.1f", v))
+					row = append(row, fmt.Sprintf(format, v))
 				} else {
 					row = append(row, "-")
 				}
@@ -138,9 +145,8 @@ func writeServerCPU(w *strings.Builder, rs results) {
 	if len(rows) == 0 {
 		return
 	}
-	w.WriteString("Server CPU time per message sent (the broker's or server's own processes only; " +
-		"the Tide columns differ only in the client driving the same broker):\n\n| workload | " + strings.Join(cols, " | ") +
-		" |\n|---" + strings.Repeat("|---", len(cols)) + "|\n")
+	cols := cpuCols()
+	w.WriteString(title + ":\n\n| workload | " + strings.Join(cols, " | ") + " |\n|---" + strings.Repeat("|---", len(cols)) + "|\n")
 	for _, r := range rows {
 		w.WriteString(r)
 	}
