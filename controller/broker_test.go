@@ -33,6 +33,21 @@ func sendRaw(cl *remoting.Client, addr, topic string) (*protocol.Command, error)
 	return resp, resp.Err()
 }
 
+// syncMaster returns the options of a SYNC_MASTER replica of broker group
+// name in controller mode (controller ctl, store under root; every
+// in-sync replica acknowledges): 2.5 s heartbeat timeout, 200 ms
+// heartbeats, and the given haMaxTimeSlaveNotCatchup and slave timeout
+// (ms), which decide how soon the master shrinks the SyncStateSet.
+func syncMaster(ctl, name, root string, notCatchup, slaveTimeout int) func(*broker.Options) {
+	return func(o *broker.Options) {
+		o.EnableControllerMode, o.ControllerAddr = true, ctl
+		o.BrokerName, o.BrokerRole = name, "SYNC_MASTER"
+		o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
+		o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, notCatchup, slaveTimeout
+		o.Store.StorePathRootDir = root
+	}
+}
+
 // startController runs a one-node controller group on loopback.
 func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	t.Helper()

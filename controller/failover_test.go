@@ -56,13 +56,7 @@ func TestControllerModeFailover(t *testing.T) {
 	ns := nameservertest.Start(t)
 	rootA, rootB := t.TempDir(), t.TempDir()
 	opts := func(root string) func(*broker.Options) {
-		return func(o *broker.Options) {
-			o.EnableControllerMode, o.ControllerAddr = true, ctl
-			o.BrokerName, o.BrokerRole = "fo", "SYNC_MASTER"
-			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
-			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 30000, 3000 // no shrink wanted here
-			o.Store.StorePathRootDir = root
-		}
+		return syncMaster(ctl, "fo", root, 30000, 3000) // no shrink wanted here
 	}
 	rc := remoting.NewClient(remoting.ClientOptions{})
 	defer rc.Close()
@@ -328,15 +322,7 @@ func TestControllerModeSyncStateSet(t *testing.T) {
 func TestControllerModeRepromotion(t *testing.T) {
 	ctl := startController(t)
 	ns := nameservertest.Start(t)
-	opts := func(root string) func(*broker.Options) {
-		return func(o *broker.Options) {
-			o.EnableControllerMode, o.ControllerAddr = true, ctl
-			o.BrokerName, o.BrokerRole = "rp", "SYNC_MASTER"
-			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
-			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 6000, 500
-			o.Store.StorePathRootDir = root
-		}
-	}
+	opts := func(root string) func(*broker.Options) { return syncMaster(ctl, "rp", root, 6000, 500) }
 	rc := remoting.NewClient(remoting.ClientOptions{})
 	defer rc.Close()
 	cli := controllerclient.New(rc, []string{ctl})

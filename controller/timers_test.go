@@ -30,15 +30,7 @@ func TestControllerModeTimersFollowThePromotion(t *testing.T) {
 	ctl := startController(t)
 	ns := nameservertest.Start(t)
 	roots := map[string]string{}
-	opts := func(root string) func(*broker.Options) {
-		return func(o *broker.Options) {
-			o.EnableControllerMode, o.ControllerAddr = true, ctl
-			o.BrokerName, o.BrokerRole = "tm", "SYNC_MASTER"
-			o.ControllerHeartBeatTimeoutMills, o.BrokerHeartbeatInterval = 2500, 200
-			o.AllAckInSyncStateSet, o.HaMaxTimeSlaveNotCatchup, o.SlaveTimeout = true, 30000, 3000
-			o.Store.StorePathRootDir = root
-		}
-	}
+	opts := func(root string) func(*broker.Options) { return syncMaster(ctl, "tm", root, 30000, 3000) }
 	rc := remoting.NewClient(remoting.ClientOptions{})
 	defer rc.Close()
 	cli := controllerclient.New(rc, []string{ctl})
