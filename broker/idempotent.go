@@ -23,8 +23,9 @@ import (
 // window TideSequenceOutOfOrder.
 //
 // The state is never fsynced on the send path: a follower applies the
-// stamped records of the commit log in the background (on masters and
-// slaves alike), its snapshot is saved every pidSnapshotInterval and at
+// stamped records of the commit log as the store's dispatcher passes them
+// (on masters and slaves alike; it reads the log itself only for what the
+// dispatcher has not passed yet, once a second), its snapshot is saved every pidSnapshotInterval and at
 // shutdown with the offset it covers, and a start (or a promotion)
 // applies the log from there to the end before the first stamped send is
 // checked.
@@ -66,6 +67,7 @@ func (b *Broker) openIdem(cfgDir string) error {
 	end := d.follower.CatchUp()
 	b.log.Info("idempotent producers loaded", "snapshot", found, "from", from, "to", end, "producers", d.table.Len(), "took", time.Since(start))
 	d.ready.Store(end)
+	b.store.SetRecordListener(d.follower.Dispatched)
 	d.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "idempotent_duplicates_total",
 		Help: "Messages of idempotent producers' retries answered with the original offsets instead of being stored again."})
 	d.fenced = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tide", Subsystem: "broker", Name: "idempotent_fenced_total",
@@ -98,6 +100,8 @@ func (b *Broker) idemLoop() {
 			return
 		case <-follow.C:
 			d.follower.CatchUp()
+		case <-d.follower.Kick():
+			d.follower.Drain()
 		case <-snap.C:
 			if n := d.table.Expire(time.Duration(b.opts.ProducerIDExpirationMs) * time.Millisecond); n > 0 {
 				b.log.Info("idempotent producers expired", "count", n)

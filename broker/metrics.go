@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,6 +127,12 @@ func (b *Broker) serveMetrics() error {
 		}
 		w.Write([]byte("ok\n"))
 	})
+	if b.opts.PprofEnable {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
 	b.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	b.metricsAddr = ln.Addr().String()
 	b.wg.Add(1)

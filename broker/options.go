@@ -110,6 +110,10 @@ type Options struct {
 	// gives a full host:port instead.
 	MetricsPromExporterPort int    `conf:"metricsPromExporterPort"`
 	MetricsListenAddr       string `conf:"metricsListenAddr"`
+	// PprofEnable (Tide, default off) also serves Go's /debug/pprof
+	// on the metrics port, for profiling a running broker. Leave it off
+	// where the metrics port is reachable by untrusted hosts.
+	PprofEnable bool `conf:"pprofEnable"`
 
 	// Security and limits (docs/security.md). AclEnable is RocketMQ's
 	// key; PlainAclFile (Tide) names the ACL file, default AclFile().

@@ -63,9 +63,19 @@ func halfList(t *testing.T, addr string) []map[string]any {
 	t.Helper()
 	cl := remoting.NewClient(remoting.ClientOptions{})
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := cl.Invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
+	var resp *protocol.Command
+	var err error
+	for {
+		resp, err = cl.Invoke(ctx, addr, protocol.NewRequest(protocol.TideListHalfMessages, nil, nil))
+		// A broker just started answers SYSTEM_BUSY until it has
+		// recovered its transactions in the background: wait for that.
+		if err != nil || resp.Code != protocol.SystemBusy || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil || resp.Code != protocol.Success {
 		t.Fatalf("list half: %v %v", err, resp)
 	}

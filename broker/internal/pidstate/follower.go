@@ -35,12 +35,37 @@ type Follower struct {
 
 	mu      sync.Mutex
 	scanned int64 // everything below is applied
+	hookEnd int64 // end of the last dispatched record Drain looked at
+	spare   []pending
+
+	pmu  sync.Mutex // guards pend; never held while taking mu
+	pend []pending
+	kick chan struct{}
+}
+
+// Bounds of the dispatched-records queue: Drain is asked for at drainAt
+// entries; past maxPending records are dropped (and read back from the
+// log by CatchUp).
+const (
+	drainAt    = 4096
+	maxPending = 1 << 16
+)
+
+// pending is a dispatched record not yet applied, or a run of unstamped
+// ones (phy to end).
+type pending struct {
+	phy, end  int64
+	stamped   bool
+	id, epoch int64
+	key       QueueKey
+	run       Run
+	storeTS   int64
 }
 
 // NewFollower returns a follower of log (segments of fileSize bytes) that
 // starts applying at from.
 func NewFollower(t *Table, log Log, fileSize, from int64, logger *slog.Logger) *Follower {
-	return &Follower{t: t, log: log, fileSize: fileSize, scanned: from, logger: logger}
+	return &Follower{t: t, log: log, fileSize: fileSize, scanned: from, logger: logger, kick: make(chan struct{}, 1)}
 }
 
 // Scanned returns the offset below which every record is applied.
@@ -71,6 +96,7 @@ func (f *Follower) Truncated(end int64) {
 func (f *Follower) CatchUp() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.drainLocked()
 	end := f.log.MaxPhyOffset()
 	if end < f.scanned {
 		f.logger.Info("idempotent producers: commit log truncated, forgetting runs past its end", "from", f.scanned, "to", end)
@@ -100,7 +126,78 @@ func (f *Follower) CatchUp() int64 {
 	return f.scanned
 }
 
-// applyChunk applies the whole records at the start of b (read at
+// Dispatched hands over a record the store's dispatcher just passed
+// (store.RecordListener) at commit log offset phy. It never blocks on the
+// table: the dispatcher must not wait for a sender that holds a
+// (producer, queue) slot, and a sender may wait for the dispatcher
+// (findStored). The record is queued (a run of unstamped records as one
+// entry) and applied by the next Drain or CatchUp; when the queue is full
+// it is dropped, and CatchUp reads the gap from the log instead.
+func (f *Follower) Dispatched(phy int64, v *protocol.RecordView) {
+	e := pending{phy: phy, end: phy + int64(v.Size)}
+	if raw, ok := protocol.PropertyBytes(v.Properties, protocol.PropProducerStamp); ok {
+		if st, err := protocol.ParseProducerStamp(string(raw)); err == nil {
+			e.stamped = true
+			e.id, e.epoch, e.run, e.storeTS = st.ProducerID, st.Epoch, f.run(phy, v, st), v.StoreTimestamp
+			e.key = recordQueue(v)
+		}
+	}
+	f.pmu.Lock()
+	defer f.pmu.Unlock()
+	if n := len(f.pend); !e.stamped && n > 0 && !f.pend[n-1].stamped && f.pend[n-1].end == phy {
+		f.pend[n-1].end = e.end
+		return
+	}
+	if len(f.pend) >= maxPending {
+		return // CatchUp reads what is dropped from the log
+	}
+	f.pend = append(f.pend, e)
+	if len(f.pend) == drainAt {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Kick is signalled when enough dispatched records wait that Drain
+// should run before the next periodic CatchUp.
+func (f *Follower) Kick() <-chan struct{} { return f.kick }
+
+// Drain applies the queued dispatched records that continue what is
+// applied and returns the offset reached.
+func (f *Follower) Drain() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainLocked()
+	return f.scanned
+}
+
+func (f *Follower) drainLocked() {
+	f.pmu.Lock()
+	batch := f.pend
+	f.pend = f.spare[:0]
+	f.pmu.Unlock()
+	for _, e := range batch {
+		// The jump over a segment's blank tail is taken only when the
+		// previous dispatched record ended where the follower stands, so
+		// no record of the current segment can have been skipped.
+		next := e.phy == f.scanned ||
+			(f.hookEnd == f.scanned && e.phy%f.fileSize == 0 && e.phy > f.scanned && e.phy/f.fileSize == f.scanned/f.fileSize+1)
+		f.hookEnd = e.end
+		if !next {
+			continue // applied already, or past a gap CatchUp reads
+		}
+		if e.stamped {
+			f.t.Apply(e.id, e.epoch, e.key, e.run, e.storeTS)
+		}
+		f.scanned = e.end
+	}
+	clear(batch)
+	f.spare = batch
+}
+
+// applyChunk applies// applyChunk applies the whole records at the start of b (read at
 // f.scanned) and returns how far it got; stop means wait for more data.
 func (f *Follower) applyChunk(b []byte) (n int, stop bool) {
 	pos := 0
@@ -125,7 +222,7 @@ func (f *Follower) applyChunk(b []byte) (n int, stop bool) {
 
 func (f *Follower) nextSegment(off int64) int64 { return off - off%f.fileSize + f.fileSize }
 
-// apply records one stamped record.
+// apply records one stamped record read from the log.
 func (f *Follower) apply(phy int64, v *protocol.RecordView) {
 	raw, ok := protocol.PropertyBytes(v.Properties, protocol.PropProducerStamp)
 	if !ok {
@@ -135,6 +232,17 @@ func (f *Follower) apply(phy int64, v *protocol.RecordView) {
 	if err != nil {
 		return
 	}
+	f.t.Apply(st.ProducerID, st.Epoch, recordQueue(v), f.run(phy, v, st), v.StoreTimestamp)
+}
+
+// run is the one-message run of a stamped record.
+func (f *Follower) run(phy int64, v *protocol.RecordView, st protocol.ProducerStamp) Run {
+	return Run{FirstSeq: st.Sequence, QueueOffset: v.QueueOffset, Phys: []int64{phy}, Born: v.BornTimestamp, End: phy + int64(v.Size)}
+}
+
+// recordQueue is the queue a record was sent to: its real topic and queue
+// when it was diverted (delayed, timer, transactional half).
+func recordQueue(v *protocol.RecordView) QueueKey {
 	key := QueueKey{Topic: string(v.Topic), QueueID: v.QueueID}
 	if rt, ok := protocol.PropertyBytes(v.Properties, protocol.PropRealTopic); ok && len(rt) > 0 {
 		key.Topic = string(rt)
@@ -144,7 +252,5 @@ func (f *Follower) apply(phy int64, v *protocol.RecordView) {
 			}
 		}
 	}
-	f.t.Apply(st.ProducerID, st.Epoch, key, Run{
-		FirstSeq: st.Sequence, QueueOffset: v.QueueOffset, Phys: []int64{phy}, Born: v.BornTimestamp, End: phy + int64(v.Size),
-	}, v.StoreTimestamp)
+	return key
 }

@@ -184,3 +184,58 @@ func TestFollowerRebuildsAndTruncates(t *testing.T) {
 		t.Errorf("scanned %d after truncation to %d", f.Scanned(), cut)
 	}
 }
+
+// record returns the view of the record the log holds at phy.
+func (l *memLog) record(t *testing.T, phy int64) *protocol.RecordView {
+	t.Helper()
+	v, err := protocol.ViewRecord(l.b[phy:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v
+}
+
+func TestFollowerAppliesDispatchedRecords(t *testing.T) {
+	log := &memLog{}
+	st := protocol.ProducerStamp{ProducerID: 9, Epoch: 1}
+	var phys []int64
+	for i := range 3 {
+		phys = append(phys, int64(len(log.b)))
+		st.Sequence = int64(i)
+		log.append(t, st, int64(i))
+	}
+	size := int64(len(log.b)) / 3
+	const fileSize = 4096
+	tb := New()
+	f := NewFollower(tb, &memLog{}, fileSize, 0, slog.New(slog.DiscardHandler)) // an empty log: Drain must not read it
+
+	// A sender holds the producer's slot for the queue: the dispatcher's
+	// hand-over must not wait for it (the sender may wait for the
+	// dispatcher).
+	slot, err := tb.Acquire(9, 1, qk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Dispatched(phys[0], log.record(t, phys[0]))
+	f.Dispatched(phys[1], log.record(t, phys[1]))
+	slot.Release()
+
+	// The third record is the first of the next segment (the rest of the
+	// first one blank).
+	f.Dispatched(fileSize, log.record(t, phys[2]))
+	if got := f.Drain(); got != fileSize+size {
+		t.Fatalf("drained to %d, want %d", got, fileSize+size)
+	}
+	if dup, _ := send(t, tb, 9, 1, 1, 1, 0, 0); dup == nil {
+		t.Error("a dispatched stamped record was not applied")
+	}
+	if dup, _ := send(t, tb, 9, 1, 2, 1, 0, 0); dup == nil {
+		t.Error("the record after the segment's blank tail was not applied")
+	}
+
+	// A record past a gap waits for CatchUp.
+	f.Dispatched(fileSize+3*size, log.record(t, phys[1]))
+	if got := f.Drain(); got != fileSize+size {
+		t.Errorf("a record past a gap moved the follower to %d", got)
+	}
+}

@@ -158,6 +158,9 @@ func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 		topic = string(v.Topic)
 		s.lastTopic = topic
 	}
+	if fn := s.records.Load(); fn != nil {
+		(*fn)(phy, v)
+	}
 	tx := protocol.TxType(v.SysFlag)
 	if tx != protocol.SysFlagTxPrepared && tx != protocol.SysFlagTxRollback {
 		tags := s.tagsCode(topic, v)

@@ -73,6 +73,15 @@ type PutResult struct {
 // goroutine and must not block.
 type DispatchListener func(topic string, queueID int32, queueOffset, tagsCode int64, props []byte)
 
+// RecordListener is called by the dispatcher for every record it
+// dispatches (prepared and rolled-back transactional records included),
+// in commit log order, before the record's consume-queue unit is
+// written; phy is the record's commit log offset. v aliases the mapped
+// commit log and is valid only during the call. It runs on the
+// dispatcher goroutine and must not block. It lets a service that keeps
+// state derived from the log follow it without reading it a second time.
+type RecordListener func(phy int64, v *protocol.RecordView)
+
 // Stats are cumulative counters.
 type Stats struct {
 	Appends        int64 // append calls (a batch counts once)
@@ -113,6 +122,7 @@ type Store struct {
 	readOnly atomic.Bool
 
 	listener  atomic.Pointer[DispatchListener]
+	records   atomic.Pointer[RecordListener]
 	limit     atomic.Pointer[func() int64] // SetDispatchLimit; nil: dispatch all that is written
 	reputFrom int64                        // dispatcher goroutine only (and Open)
 	// dispatchFaulted: the last dispatch stopped at a faulting page (disk
@@ -241,6 +251,15 @@ func (s *Store) SetDispatchListener(fn DispatchListener) {
 		return
 	}
 	s.listener.Store(&fn)
+}
+
+// SetRecordListener installs (or with nil removes) the per-record hook.
+func (s *Store) SetRecordListener(fn RecordListener) {
+	if fn == nil {
+		s.records.Store(nil)
+		return
+	}
+	s.records.Store(&fn)
 }
 
 // SetDispatchLimit bounds what the dispatcher makes visible: records are
