@@ -84,3 +84,22 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestPprofOnlyWhenEnabled: /debug/pprof is served on the metrics port
+// with pprofEnable and not without it.
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	ns := nameservertest.Start(t)
+	for _, on := range []bool{false, true} {
+		b := brokertest.Start(t, ns, func(o *broker.Options) { o.MetricsListenAddr, o.PprofEnable = "127.0.0.1:0", on })
+		resp, err := http.Get("http://" + b.MetricsAddr() + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		served := resp.StatusCode == http.StatusOK && strings.Contains(string(body), "goroutine profile")
+		if served != on {
+			t.Errorf("pprofEnable=%v: status %d, profile served %v", on, resp.StatusCode, served)
+		}
+	}
+}
