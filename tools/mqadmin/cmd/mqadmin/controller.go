@@ -27,16 +27,22 @@ func (e *cli) controllerFlags(name, usage string) (*common, func(args []string) 
 }
 
 // controllerClient returns a client of the controllers at addrs (";"
-// separated) and a function that closes it. The controller speaks plain
-// TCP only (no TLS, no ACL yet), so the security flags do not apply.
-func (e *cli) controllerClient(_ *common, addrs string) (*controllerclient.Client, func(), error) {
+// separated) and a function that closes it. It connects over TLS when the
+// --tls* flags ask for it (a controller with tlsMode=enforcing, or
+// mutual TLS: docs/controller.md); the controller has no ACL, so the
+// access keys do not apply.
+func (e *cli) controllerClient(co *common, addrs string) (*controllerclient.Client, func(), error) {
+	cfg, err := co.sec.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	var list []string
 	for _, a := range strings.Split(addrs, ";") {
 		if a = strings.TrimSpace(a); a != "" {
 			list = append(list, a)
 		}
 	}
-	rc := remoting.NewClient(remoting.ClientOptions{})
+	rc := remoting.NewClient(remoting.ClientOptions{TLSConfig: cfg})
 	return controllerclient.New(rc, list), func() { rc.Close() }, nil
 }
 

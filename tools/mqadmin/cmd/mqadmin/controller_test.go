@@ -11,12 +11,13 @@ import (
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/controllerclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/remoting/tlstest"
 )
 
 // startController runs a one-node controller group on loopback with a
 // broker group "b" of two registered, heartbeating replicas, 1 master and
 // both in sync.
-func startController(t *testing.T) string {
+func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,6 +33,9 @@ func startController(t *testing.T) string {
 	o.Listener, o.RaftListener = ln, rln
 	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
 	o.HeartbeatTimeout = time.Minute // one heartbeat keeps the replicas alive for the whole test
+	for _, f := range opts {
+		f(&o)
+	}
 	c, err := controller.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +44,7 @@ func startController(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	rc := remoting.NewClient(remoting.ClientOptions{})
+	rc := remoting.NewClient(remoting.ClientOptions{TLSConfig: o.ClientTLSConfig})
 	defer rc.Close()
 	cli := controllerclient.New(rc, []string{c.Addr()})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -85,4 +89,24 @@ func TestControllerCommands(t *testing.T) {
 	h.fails(t, 1, "CONTROLLER_ELECT_MASTER_FAILED", "electMaster", "-a", addr, "-b", "b", "-i", "9")
 	h.fails(t, 2, "-i brokerId is required", "electMaster", "-a", addr, "-b", "b")
 	h.fails(t, 2, "-a controllerAddr is required", "getSyncStateSet", "-b", "b")
+}
+
+// TestControllerCommandsOverTLS: against a controller that enforces
+// mutual TLS, the controller commands connect with the --tls* flags and
+// fail with a plain connection.
+func TestControllerCommandsOverTLS(t *testing.T) {
+	certs := tlstest.New(t)
+	addr := startController(t, func(o *controller.Options) {
+		o.TLSMode, o.TLSConfig, o.ClientTLSConfig = remoting.TLSEnforcing, certs.ServerConfig(true), certs.ClientConfig()
+	})
+	var h *harness
+	tlsArgs := []string{"--tls-ca", certs.Files.CA, "--tls-cert", certs.Files.ClientCert, "--tls-key", certs.Files.ClientKey}
+	var set map[string]protocol.ReplicasInfo
+	h.okJSON(t, &set, append([]string{"getSyncStateSet", "-a", addr, "-b", "b"}, tlsArgs...)...)
+	if ri := set["b"]; ri.MasterBrokerID != 1 {
+		t.Fatalf("getSyncStateSet over TLS: %+v", set)
+	}
+	if out := h.ok(t, "getControllerMetaData", "-a", addr, "--timeout", "2s"); strings.Contains(out, "true") {
+		t.Fatalf("a plain connection to an enforcing controller was served:\n%s", out)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -41,15 +42,21 @@ func (s *security) options() ([]mqclient.Option, error) {
 	case s.accessKey != "":
 		opts = append(opts, mqclient.WithCredentials(mqclient.Credentials{AccessKey: s.accessKey, SecretKey: s.secretKey}))
 	}
+	cfg, err := s.tlsConfig()
+	if err != nil || cfg == nil {
+		return opts, err
+	}
+	return append(opts, mqclient.WithTLS(cfg)), nil
+}
+
+// tlsConfig returns the TLS configuration the --tls* flags ask for, nil
+// for plain TCP.
+func (s *security) tlsConfig() (*tls.Config, error) {
 	if (s.tlsCert == "") != (s.tlsKey == "") {
 		return nil, usagef("--tls-cert and --tls-key go together")
 	}
 	if !s.tls && s.tlsCA == "" && s.tlsCert == "" && s.tlsServerName == "" {
-		return opts, nil
+		return nil, nil
 	}
-	cfg, err := remoting.ClientTLSFiles(s.tlsCA, s.tlsCert, s.tlsKey, s.tlsServerName)
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, mqclient.WithTLS(cfg)), nil
+	return remoting.ClientTLSFiles(s.tlsCA, s.tlsCert, s.tlsKey, s.tlsServerName)
 }
