@@ -45,6 +45,7 @@ func (b *Broker) startHAServer() (string, error) {
 		// controller mode: slaves name their controller id (SyncStateSet)
 		ExpectBrokerID: b.ctl != nil,
 		OnAck:          b.onHAAck(),
+		ConfirmOffset:  b.haConfirmOffset(),
 	})
 	if err != nil {
 		return "", err
@@ -72,7 +73,7 @@ func (b *Broker) startHAClient(masterAddr string) error {
 		id = b.ctl.id
 	}
 	cl, err := ha.NewClient(b.store, ha.ClientOptions{MasterAddr: masterAddr, SegmentSize: o.Store.MappedFileSizeCommitLog, Logger: b.log,
-		TLSConfig: b.sec.clientTLS, Secret: []byte(o.HAAuthSecret), BrokerID: id})
+		TLSConfig: b.sec.clientTLS, Secret: []byte(o.HAAuthSecret), BrokerID: id, OnConfirm: b.onHAAck()})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,10 @@ import (
 // stale notification changes nothing). Then:
 //
 //   - named master while a slave: promote. Stop replicating, dispatch what
-//     was replicated and drop a torn tail (store.TakeWrites), append
+//     the old master had confirmed, drop a torn tail and set the queue
+//     offset counters past every replicated record (store.TakeWrites;
+//     the rest is dispatched once the new master's confirm offset covers
+//     it, which the new SyncStateSet of one makes at once), append
 //     (master epoch, commit log end) to the epoch file, start the HA
 //     server, take writes, start the delay-level, timer and transaction
 //     services from the progress copied from the old master, and register
@@ -162,6 +165,7 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 	cm.mu.Lock()
 	cm.running, cm.following, cm.caughtUp = "master", "", nil
 	cm.mu.Unlock()
+	b.store.WakeDispatcher() // the master's rule now bounds dispatch, not the old master's confirm offset
 	b.roleMu.Unlock()
 	b.log.Warn("controller mode: PROMOTED to master", "id", cm.id, "master_epoch", m.MasterEpoch, "epoch_start", end,
 		"role", cm.masterRole, "took", time.Since(start))

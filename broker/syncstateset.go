@@ -111,21 +111,28 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 // record below it survives any failover; the store dispatches nothing
 // above it (unless readUnCommitted), so consumers and the delay, timer
 // and transaction services never act on a record a failover may truncate.
-// A slave that follows its master answers its own end: its records past
-// the consistent point come from the master (see docs/controller.md for
-// the slave-read caveat); one that does not follow yet (just demoted,
-// or started) answers what it dispatched already. A master that has not
-// learnt the set yet answers what it dispatched already (no progress). A
-// member the master has no connection from holds the offset back until
-// the master shrinks the set (haMaxTimeSlaveNotCatchup). Called by the
-// store's dispatcher: no store lock may be taken here.
+//
+// A master computes it from its replicas' acks and sends it to its slaves
+// in every HA transfer (ha.ServerOptions.ConfirmOffset). A slave that
+// follows its master answers the last one received (ha.Client.ConfirmOffset),
+// bounded by its own end: it serves a consumer nothing the master does
+// not, so no read from a slave is undone by a failover (RocketMQ 5's
+// AutoSwitchHAClient does the same). A slave that does not follow yet
+// (just demoted, or started), or is being promoted (its HA client
+// stopped), answers what it dispatched already: nothing new until it
+// follows, or until it runs as master under the master's rule. A master
+// that has not learnt the set yet answers what it dispatched already (no
+// progress). A member the master has no connection from holds the offset
+// back until the master shrinks the set (haMaxTimeSlaveNotCatchup).
+// Called by the store's dispatcher: no store lock may be taken here.
 func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 	end := b.store.MaxPhyOffset()
 	cm.mu.Lock()
 	running, set, following := cm.running, cm.syncSet, cm.following
 	cm.mu.Unlock()
 	if running != "master" {
-		if following == "" {
+		cl := b.haClient()
+		if following == "" || cl == nil {
 			// Demoted (or started as a slave) and not yet truncated to
 			// the new master's history: its tail may be its own
 			// writes that no other member has, which the truncation
@@ -135,7 +142,7 @@ func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 			// (chaos finding 5). Nothing new until it follows.
 			return b.store.DispatchedOffset()
 		}
-		return end
+		return max(b.store.DispatchedOffset(), min(end, cl.ConfirmOffset()))
 	}
 	if set == nil {
 		return b.store.DispatchedOffset()
@@ -154,8 +161,20 @@ func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 	return end
 }
 
-// onHAAck is the HA server's OnAck in controller mode: a slave's report
-// may raise the confirm offset, so the dispatcher looks again.
+// haConfirmOffset is the HA server's ConfirmOffset in controller mode:
+// what its slaves may dispatch. With readUnCommitted the master
+// dispatches everything, and so may they (nil: the commit log end).
+func (b *Broker) haConfirmOffset() func() int64 {
+	cm := b.ctl
+	if cm == nil || b.opts.ReadUnCommitted {
+		return nil
+	}
+	return func() int64 { return b.confirmOffset(cm) }
+}
+
+// onHAAck is the HA server's OnAck and the HA client's OnConfirm in
+// controller mode: a slave's report may raise the master's confirm
+// offset, a transfer the slave's, so the dispatcher looks again.
 func (b *Broker) onHAAck() func() {
 	if b.ctl == nil || b.opts.ReadUnCommitted {
 		return nil

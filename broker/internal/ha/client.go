@@ -51,8 +51,13 @@ type ClientOptions struct {
 	Secret []byte
 	// BrokerID, if positive, is sent in a hello before the first report:
 	// the slave's controller id (controller mode; the master must set
-	// ServerOptions.ExpectBrokerID).
+	// ServerOptions.ExpectBrokerID). The hello also asks for the master's
+	// confirm offset in every transfer header (ConfirmOffset).
 	BrokerID int64
+	// OnConfirm, if set, is called after the master's confirm offset rose
+	// (from the replication goroutine; it must not block): controller
+	// mode wakes the store's dispatcher, whose limit it is.
+	OnConfirm func()
 }
 
 func (o *ClientOptions) setDefaults() {
@@ -114,6 +119,10 @@ type Client struct {
 	wmu         sync.Mutex // serializes reports on the connection
 	lastReport  atomic.Int64
 	lastReceive atomic.Int64
+	// confirm: the confirm offset the master at addr last sent (BrokerID
+	// > 0 only); 0 until it sends one, reset when the address changes.
+	// Written under mu, read without it.
+	confirm atomic.Int64
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -178,6 +187,9 @@ func (c *Client) SetMasterAddress(addr string) {
 	c.log.Info("ha master address changed", "from", c.addr, "to", addr)
 	c.addr = addr
 	c.dropLocked()
+	// Another master's confirm offset says nothing about this one's
+	// history: nothing more is confirmed until the new master says so.
+	c.confirm.Store(0)
 	select {
 	case c.changed <- struct{}{}:
 	default:
@@ -190,6 +202,13 @@ func (c *Client) MasterAddress() string {
 	defer c.mu.Unlock()
 	return c.addr
 }
+
+// ConfirmOffset returns the confirm offset the master last sent: the
+// commit log end every member of its SyncStateSet has (controller mode;
+// 0 before the first transfer from the current master address, and
+// always 0 without ClientOptions.BrokerID). It may exceed the slave's own
+// end; records below both are the master's and survive any failover.
+func (c *Client) ConfirmOffset() int64 { return c.confirm.Load() }
 
 // ClientStatus is the slave's view of replication (the wire type of
 // Tide's HA status request).
@@ -204,6 +223,7 @@ func (c *Client) Status() ClientStatus {
 	}
 	c.mu.Unlock()
 	st.MaxOffset = c.st.MaxPhyOffset()
+	st.ConfirmOffset = c.confirm.Load()
 	if n := c.lastReport.Load(); n > 0 {
 		st.LastReport = time.Unix(0, n)
 	}
@@ -337,14 +357,18 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 	}()
 
 	br := bufio.NewReaderSize(nc, 64<<10)
-	var hdr [headerSize]byte
+	var buf [confirmHeaderSize]byte
+	hdr := buf[:headerSize]
+	if c.opts.BrokerID > 0 {
+		hdr = buf[:confirmHeaderSize] // the hello asked for the confirm offset
+	}
 	var body []byte
 	unacked := false
 	for first := true; ; first = false {
 		if err := nc.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout)); err != nil {
 			return progressed, err
 		}
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		if _, err := io.ReadFull(br, hdr); err != nil {
 			if first && len(c.opts.Secret) > 0 && !errors.Is(err, os.ErrDeadlineExceeded) {
 				// A master refusing the proof closes without a word: say
 				// what the likely cause is.
@@ -352,9 +376,15 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 			}
 			return progressed, err
 		}
-		off, size, err := decodeHeader(hdr[:], maxFrameBody)
+		off, size, err := decodeHeader(hdr, maxFrameBody)
 		if err != nil {
 			return progressed, err
+		}
+		confirm := int64(-1)
+		if len(hdr) == confirmHeaderSize {
+			if confirm, err = decodeConfirm(hdr); err != nil {
+				return progressed, err
+			}
 		}
 		if cap(body) < size {
 			body = make([]byte, size)
@@ -367,11 +397,12 @@ func (c *Client) session(addr string) (progressed bool, err error) {
 		if err := c.apply(off, body); err != nil {
 			return progressed, err
 		}
+		c.raiseConfirm(addr, confirm)
 		progressed = true
 		unacked = unacked || size > 0
 		// Ack once the data read so far is applied: under load several
 		// transfers share one report, when idle each one gets its own.
-		if unacked && br.Buffered() < headerSize {
+		if unacked && br.Buffered() < len(hdr) {
 			if err := c.report(nc, c.st.MaxPhyOffset()); err != nil {
 				return progressed, err
 			}
@@ -402,6 +433,23 @@ func (c *Client) apply(off int64, body []byte) error {
 		return fmt.Errorf("ha: append at %d: %w", off, err)
 	}
 	return nil
+}
+
+// raiseConfirm records the confirm offset a transfer from the master at
+// addr carried, if it is higher (after the transfer's data is appended,
+// so the store never sees a limit for bytes it lacks and then lacks them
+// for long), and calls OnConfirm.
+func (c *Client) raiseConfirm(addr string, confirm int64) {
+	c.mu.Lock()
+	// under mu: SetMasterAddress may have switched (and reset) meanwhile
+	raised := addr == c.addr && confirm > c.confirm.Load()
+	if raised {
+		c.confirm.Store(confirm)
+	}
+	c.mu.Unlock()
+	if raised && c.opts.OnConfirm != nil {
+		c.opts.OnConfirm()
+	}
 }
 
 // heartbeat reports the offset every HeartbeatInterval until done.

@@ -20,6 +20,9 @@ type slaveConn struct {
 	addr  string
 	since time.Time
 	id    atomic.Int64 // controller id from the hello (ExpectBrokerID), set before ready
+	// confirm: the hello asked for the confirm offset in every transfer
+	// header (set by the reader before it hands start to the writer)
+	confirm bool
 
 	ready    atomic.Bool  // the first report was accepted
 	acked    atomic.Int64 // the slave's last reported offset
@@ -72,11 +75,12 @@ func (c *slaveConn) readLoop() error {
 		if _, err := io.ReadFull(c.nc, h[:]); err != nil {
 			return err
 		}
-		id, err := decodeHello(h[:])
+		id, confirm, err := decodeHello(h[:])
 		if err != nil {
 			return err
 		}
 		c.id.Store(id)
+		c.confirm = confirm
 	}
 	for first := true; ; first = false {
 		if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)); err != nil {
@@ -128,12 +132,19 @@ func (c *slaveConn) readLoop() error {
 		if s.opts.OnAck != nil {
 			s.opts.OnAck()
 		}
+		if s.opts.ConfirmOffset != nil {
+			s.Notify() // the ack may raise the confirm offset the slaves are told
+		}
 	}
 }
 
 // writeLoop streams the commit log from the handshake's start: whatever is
 // there now, then more whenever woken (Notify, the poll, a sync waiter),
-// and an empty transfer after HeartbeatInterval without a write.
+// and an empty transfer after HeartbeatInterval without a write. On a
+// connection that asked for it, every transfer carries the confirm
+// offset, and an empty one goes out as soon as the confirm offset rose
+// past the last one sent (also at once when streaming starts), so a
+// caught-up slave learns it without waiting for data or a heartbeat.
 func (c *slaveConn) writeLoop() error {
 	s := c.srv
 	var next int64
@@ -142,7 +153,15 @@ func (c *slaveConn) writeLoop() error {
 	case <-c.done:
 		return nil
 	}
-	hdr := make([]byte, 0, headerSize)
+	hdr := make([]byte, 0, confirmHeaderSize)
+	sentConfirm := int64(-1)
+	frame := func(start int64, size int) []byte {
+		if !c.confirm {
+			return appendHeader(hdr[:0], start, size)
+		}
+		sentConfirm = max(sentConfirm, s.confirmOffset())
+		return appendConfirmHeader(hdr[:0], start, size, sentConfirm)
+	}
 	lastWrite := time.Now()
 	idle := time.NewTimer(s.opts.HeartbeatInterval)
 	defer idle.Stop()
@@ -152,7 +171,7 @@ func (c *slaveConn) writeLoop() error {
 			if err != nil {
 				return fmt.Errorf("read commit log at %d: %w", next, err)
 			}
-			hdr = appendHeader(hdr[:0], next, len(data))
+			hdr = frame(next, len(data))
 			// Published before the write: the slave may ack the data
 			// before Write returns.
 			c.sent.Store(next + int64(len(data)))
@@ -164,8 +183,8 @@ func (c *slaveConn) writeLoop() error {
 			continue
 		}
 		wait := s.opts.HeartbeatInterval - time.Since(lastWrite)
-		if wait <= 0 {
-			hdr = appendHeader(hdr[:0], next, 0)
+		if wait <= 0 || (c.confirm && s.confirmOffset() > sentConfirm) {
+			hdr = frame(next, 0)
 			if err := c.write(hdr, nil); err != nil {
 				return err
 			}

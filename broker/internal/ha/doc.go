@@ -45,6 +45,14 @@
 //	+--------------------+-----------+---------------------------+
 //	   12-byte header; size 0 = heartbeat (no body)
 //
+// In controller mode the slave opens with a hello naming its controller
+// id, and the transfer header carries the master's confirm offset after
+// the size (20 bytes; layouts in protocol.go). The master sends an empty
+// transfer whenever its confirm offset rose past the last one it sent, and
+// the slave dispatches nothing past it (ClientOptions.OnConfirm,
+// Client.ConfirmOffset): a slave serves only what every SyncStateSet
+// member has.
+//
 // The body is the master's commit log exactly as it lies on disk: stored
 // records and the blank filler (plus the unused rest) at a segment end.
 // A transfer never crosses a segment end and holds up to MaxTransfer (32

@@ -32,13 +32,34 @@ import (
 //
 //	 0       4               12
 //	+-------+---------------+
-//	| magic | broker id     |   magic "TDH1" (0x54444831), id int64 BE > 0
+//	| magic | broker id     |   magic "TDH2" (0x54444832), id int64 BE > 0
 //	+-------+---------------+
+//
+// Master -> slave, the transfer on a connection whose hello was "TDH2"
+// (RocketMQ 5's AutoSwitchHAConnection header carries the same field):
+// the 4.x header followed by the master's confirm offset, the commit log
+// end every SyncStateSet member has, which bounds what the slave
+// dispatches (serves to consumers):
+//
+//	 0               8       12              20                 20+size
+//	+---------------+-------+---------------+--------------------+
+//	| start offset  | size  | confirm offset| raw commit log ... |
+//	+---------------+-------+---------------+--------------------+
+//	  int64 BE        int32 BE  int64 BE >= 0
+//
+// A hello with the older magic "TDH1" (0x54444831: a slave from before
+// the confirm offset) gets the 4.x transfer header; such a slave
+// dispatches everything it receives. Without a hello (4.x master/slave
+// mode) nothing changes.
 const (
-	helloMagic = 0x54444831
-	helloSize  = 12
-	reportSize = 8
-	headerSize = 12
+	helloMagicV1 = 0x54444831
+	helloMagic   = 0x54444832
+	helloSize    = 12
+	reportSize   = 8
+	headerSize   = 12
+	// confirmHeaderSize is a controller-mode transfer header: headerSize
+	// plus the confirm offset.
+	confirmHeaderSize = headerSize + 8
 	// maxFrameBody bounds one transfer body: the master never sends more
 	// (it splits a record larger than this) and the slave rejects more.
 	// It is far above maxMessageSize (4 MiB), so whole records fit.
@@ -50,16 +71,24 @@ func appendHello(b []byte, id int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(id))
 }
 
-// decodeHello parses the hello; the id must be positive.
-func decodeHello(b []byte) (int64, error) {
-	if len(b) < helloSize || binary.BigEndian.Uint32(b) != helloMagic {
-		return 0, fmt.Errorf("%w: no controller-mode hello (is the slave in controller mode too?)", ErrProtocol)
+// decodeHello parses the hello; the id must be positive. confirm reports
+// a "TDH2" hello: the slave reads confirm offsets in transfer headers.
+func decodeHello(b []byte) (id int64, confirm bool, err error) {
+	if len(b) < helloSize {
+		return 0, false, fmt.Errorf("%w: no controller-mode hello (is the slave in controller mode too?)", ErrProtocol)
 	}
-	id := int64(binary.BigEndian.Uint64(b[4:]))
+	switch binary.BigEndian.Uint32(b) {
+	case helloMagic:
+		confirm = true
+	case helloMagicV1:
+	default:
+		return 0, false, fmt.Errorf("%w: no controller-mode hello (is the slave in controller mode too?)", ErrProtocol)
+	}
+	id = int64(binary.BigEndian.Uint64(b[4:]))
 	if id <= 0 {
-		return 0, fmt.Errorf("%w: hello with broker id %d", ErrProtocol, id)
+		return 0, false, fmt.Errorf("%w: hello with broker id %d", ErrProtocol, id)
 	}
-	return id, nil
+	return id, confirm, nil
 }
 
 func appendReport(b []byte, off int64) []byte {
@@ -71,6 +100,13 @@ func decodeReport(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[:repo
 func appendHeader(b []byte, start int64, size int) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(start))
 	return binary.BigEndian.AppendUint32(b, uint32(size))
+}
+
+// appendConfirmHeader writes a controller-mode transfer header (the
+// layout above): appendHeader's 12 bytes, then the confirm offset.
+func appendConfirmHeader(b []byte, start int64, size int, confirm int64) []byte {
+	b = appendHeader(b, start, size)
+	return binary.BigEndian.AppendUint64(b, uint64(confirm))
 }
 
 // decodeHeader parses a transfer header; limit bounds the body size.
@@ -87,6 +123,19 @@ func decodeHeader(b []byte, limit int) (start int64, size int, err error) {
 		return 0, 0, fmt.Errorf("%w: body size %d (limit %d)", ErrProtocol, n, limit)
 	}
 	return start, int(n), nil
+}
+
+// decodeConfirm parses the confirm offset of a controller-mode transfer
+// header (all confirmHeaderSize bytes of it).
+func decodeConfirm(b []byte) (int64, error) {
+	if len(b) < confirmHeaderSize {
+		return 0, fmt.Errorf("%w: controller-mode header of %d bytes", ErrProtocol, len(b))
+	}
+	c := int64(binary.BigEndian.Uint64(b[headerSize:]))
+	if c < 0 {
+		return 0, fmt.Errorf("%w: negative confirm offset %d", ErrProtocol, c)
+	}
+	return c, nil
 }
 
 // wholeRecords returns how many leading bytes of b, a commit log range

@@ -83,10 +83,10 @@ func TestHelloRequired(t *testing.T) {
 	if len(srv.Replicas()) != 0 {
 		t.Fatalf("listed: %+v", srv.Replicas())
 	}
-	if _, err := decodeHello(appendHello(nil, 0)); err == nil {
+	if _, _, err := decodeHello(appendHello(nil, 0)); err == nil {
 		t.Fatal("id 0 accepted")
 	}
-	if id, err := decodeHello(appendHello(nil, 7)); err != nil || id != 7 {
-		t.Fatalf("round trip: %d %v", id, err)
+	if id, confirm, err := decodeHello(appendHello(nil, 7)); err != nil || id != 7 || !confirm {
+		t.Fatalf("round trip: %d %v %v", id, confirm, err)
 	}
 }

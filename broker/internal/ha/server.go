@@ -49,8 +49,15 @@ type ServerOptions struct {
 	// OnAck, if set, is called after each slave report is recorded (from
 	// that connection's goroutine; it must not block): controller mode
 	// wakes the store's dispatcher, whose limit is the confirm offset.
-	OnAck  func()
-	Logger *slog.Logger
+	OnAck func()
+	// ConfirmOffset, if set, is the master's confirm offset (controller
+	// mode: the commit log end every SyncStateSet member has). Slaves
+	// whose hello asks for it get it in every transfer header and bound
+	// their dispatch by it; without it they get the commit log end. It is
+	// called from the connections' goroutines and the poll: it must be
+	// cheap and must not block.
+	ConfirmOffset func() int64
+	Logger        *slog.Logger
 	// TLSConfig, if set, makes the HA port speak TLS (slaves must dial
 	// with ClientOptions.TLSConfig). Handshakes are bounded by ReadTimeout.
 	TLSConfig *tls.Config
@@ -483,6 +490,15 @@ func (s *Server) handshake(c *slaveConn, off int64) (int64, error) {
 	return off, nil
 }
 
+// confirmOffset is what the transfers tell the slaves that asked for it:
+// ServerOptions.ConfirmOffset, else the commit log end.
+func (s *Server) confirmOffset() int64 {
+	if s.opts.ConfirmOffset != nil {
+		return s.opts.ConfirmOffset()
+	}
+	return s.st.MaxPhyOffset()
+}
+
 // onReady counts a slave that passed the handshake.
 func (s *Server) onReady(off int64) {
 	s.ready.Add(1)
@@ -500,14 +516,15 @@ func (s *Server) watchLoop() {
 		defer lt.Stop()
 		logC = lt.C
 	}
-	last := s.st.MaxPhyOffset()
+	last, lastConfirm := s.st.MaxPhyOffset(), s.confirmOffset()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if m := s.st.MaxPhyOffset(); m != last {
-				last = m
+			m, cf := s.st.MaxPhyOffset(), s.confirmOffset()
+			if m != last || cf != lastConfirm {
+				last, lastConfirm = m, cf
 				s.Notify()
 			}
 		case <-logC:

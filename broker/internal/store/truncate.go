@@ -1,9 +1,11 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tidemq/tide/broker/internal/store/checkpoint"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // Truncate cuts the store back to the commit log offset end, which must be
@@ -61,12 +63,14 @@ func (s *Store) truncateLocked(end int64) error {
 }
 
 // TakeWrites makes a replica's store a master's (controller mode): it
-// dispatches everything replicated, drops a torn record at the end of the
-// commit log (replication cuts transfers at record boundaries, but a
-// master may have died mid-record in another implementation), sets the
-// queue offset counters from the consume queues (replicated appends do
-// not move them) and lifts SetReadOnly. It returns the commit log end
-// the new master's writes start at.
+// dispatches what the dispatch limit allows, drops a torn record at the
+// end of the commit log (replication cuts transfers at record boundaries,
+// but a master may have died mid-record in another implementation), sets
+// the queue offset counters past every whole record, dispatched or not
+// (replicated appends do not move them; records above the dispatch limit,
+// the old master's confirm offset, are dispatched later under the new
+// master's) and lifts SetReadOnly. It returns the commit log end the new
+// master's writes start at.
 func (s *Store) TakeWrites() (int64, error) {
 	s.gate.Lock()
 	defer s.gate.Unlock()
@@ -76,8 +80,9 @@ func (s *Store) TakeWrites() (int64, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	s.dispatchAvailable()
-	if end := s.reputFrom; end < s.cl.MaxOffset() {
-		if err := s.truncateLocked(end); err != nil {
+	whole, next := s.scanTail(s.reputFrom)
+	if whole < s.cl.MaxOffset() {
+		if err := s.truncateLocked(whole); err != nil {
 			return 0, err
 		}
 	}
@@ -85,7 +90,50 @@ func (s *Store) TakeWrites() (int64, error) {
 	for _, q := range s.queues() {
 		s.qoff[queueKey{q.Topic(), q.ID()}] = q.MaxOffset()
 	}
+	for k, n := range next {
+		s.qoff[k] = max(s.qoff[k], n)
+	}
 	s.offMu.Unlock()
 	s.readOnly.Store(false)
 	return s.cl.MaxOffset(), nil
+}
+
+// scanTail reads the records from from (a record boundary) to the commit
+// log end without dispatching them. It returns the end of the last whole
+// record (a torn or invalid record ends the scan) and, per queue, the
+// queue offset after the last message it holds there. runMu held.
+func (s *Store) scanTail(from int64) (whole int64, next map[queueKey]int64) {
+	next = map[queueKey]int64{}
+	for end := s.cl.MaxOffset(); from < end; {
+		seg := from
+		stop := false
+		err := s.cl.View(seg, func(b []byte) error {
+			if rest := end - seg; int64(len(b)) > rest {
+				b = b[:rest]
+			}
+			pos := 0
+			for pos < len(b) {
+				v, err := protocol.ViewRecord(b[pos:], false)
+				if errors.Is(err, protocol.ErrBlank) {
+					from = s.cl.NextSegment(seg)
+					return nil
+				}
+				if err != nil {
+					stop = true
+					return nil
+				}
+				if tx := protocol.TxType(v.SysFlag); tx != protocol.SysFlagTxPrepared && tx != protocol.SysFlagTxRollback {
+					k := queueKey{string(v.Topic), v.QueueID}
+					next[k] = max(next[k], v.QueueOffset+1)
+				}
+				pos += int(v.Size)
+				from = seg + int64(pos)
+			}
+			return nil
+		})
+		if err != nil || stop || from == seg {
+			break
+		}
+	}
+	return from, next
 }

@@ -3,8 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // TestTruncate cuts a store back across a segment end and checks the
@@ -69,5 +74,77 @@ func TestTruncate(t *testing.T) {
 			s2 := openStore(t, c)
 			check(s2, 1)
 		})
+	}
+}
+
+// TestTakeWritesAboveDispatchLimit: a replica holding records past its
+// dispatch limit (the old master's confirm offset) and a torn record at
+// its end is promoted. TakeWrites keeps the whole records above the limit
+// (undispatched), drops only the torn one, and sets the queue offset
+// counters past them, so the new master's first put takes the queue
+// offset after the last replicated record and, once the limit lifts,
+// every record is in the consume queue at its own offset.
+func TestTakeWritesAboveDispatchLimit(t *testing.T) {
+	master := openStore(t, testConfig(t))
+	var ends []int64
+	for i := range 10 {
+		r := put(t, master, newMsg("T", 0, fmt.Sprintf("m%d", i), nil))
+		ends = append(ends, r.CommitLogOffset+int64(r.WroteBytes))
+	}
+	replica := openStore(t, testConfig(t))
+	replica.SetReadOnly(true)
+	var limit atomic.Int64
+	limit.Store(ends[3]) // m0..m3 confirmed
+	replica.SetDispatchLimit(limit.Load)
+	data, err := master.ReadCommitLog(0, int(master.MaxPhyOffset()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := ends[9] - 10 // m9 arrives torn
+	if err := replica.AppendRaw(0, data[:torn]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := replica.WaitDispatched(ctx, ends[3]); err != nil {
+		t.Fatal(err)
+	}
+	if got := replica.MaxOffset("T", 0); got != 4 {
+		t.Fatalf("consume queue max %d under the limit, want 4", got)
+	}
+	end, err := replica.TakeWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end != ends[8] {
+		t.Fatalf("TakeWrites end %d, want %d (the whole records m0..m8; only the torn m9 dropped)", end, ends[8])
+	}
+	if got := replica.DispatchedOffset(); got > ends[3] {
+		t.Fatalf("dispatched to %d past the limit %d", got, ends[3])
+	}
+	r := put(t, replica, newMsg("T", 0, "new", nil))
+	if r.QueueOffset != 9 || r.CommitLogOffset != end {
+		t.Fatalf("first put as master: queue offset %d at %d, want 9 at %d", r.QueueOffset, r.CommitLogOffset, end)
+	}
+	limit.Store(math.MaxInt64)
+	replica.WakeDispatcher()
+	if err := replica.WaitDispatched(ctx, replica.MaxPhyOffset()); err != nil {
+		t.Fatal(err)
+	}
+	got := replica.GetMessage("T", 0, 0, 32, 1<<20, nil)
+	var bodies []string
+	pos := 0
+	for _, rec := range got.Records {
+		b := got.Data[pos : pos+int(rec.Size)]
+		pos += int(rec.Size)
+		v, err := protocol.ViewRecord(b, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, fmt.Sprintf("%d:%s", v.QueueOffset, b[v.BodyOffset:v.BodyOffset+v.BodyLength]))
+	}
+	want := []string{"0:m0", "1:m1", "2:m2", "3:m3", "4:m4", "5:m5", "6:m6", "7:m7", "8:m8", "9:new"}
+	if !slices.Equal(bodies, want) {
+		t.Fatalf("consume queue after the limit lifted: %v, want %v", bodies, want)
 	}
 }

@@ -286,9 +286,12 @@ type HAClientStatus struct {
 	Connected      bool      `json:"connected"`
 	ConnectedSince time.Time `json:"connectedSince"` // zero when not connected
 	MaxOffset      int64     `json:"maxOffset"`      // own commit log end
-	LastReport     time.Time `json:"lastAck"`        // last offset report (ack) sent to the master
-	LastReceive    time.Time `json:"lastReceive"`    // last transfer or heartbeat received
-	Sessions       int64     `json:"sessions"`       // connections established so far
+	// ConfirmOffset: controller mode, the master's confirm offset last
+	// received (the slave dispatches, so serves, nothing past it).
+	ConfirmOffset int64     `json:"confirmOffset,omitempty"`
+	LastReport    time.Time `json:"lastAck"`     // last offset report (ack) sent to the master
+	LastReceive   time.Time `json:"lastReceive"` // last transfer or heartbeat received
+	Sessions      int64     `json:"sessions"`    // connections established so far
 }
 
 // Encode returns the JSON body.
