@@ -18,35 +18,44 @@ import (
 // bounded by WithRequestTimeout) or ctx is done.
 type Admin struct {
 	s     settings
-	c     *core
+	c     *Client
 	state atomic.Int32
 }
 
-// NewAdmin returns an admin client; WithNameServers is required.
+// NewAdmin returns an admin client; WithNameServers is required unless
+// WithClient shares a Client.
 func NewAdmin(opts ...Option) (*Admin, error) {
-	s := defaultSettings()
-	for _, o := range opts {
-		o(&s)
-	}
-	if err := s.validate(); err != nil {
+	s, c, err := memberSettings(opts)
+	if err != nil {
 		return nil, err
 	}
-	return &Admin{s: s, c: newCore(s)}, nil
+	return &Admin{s: s, c: c}, nil
 }
 
-// Start starts the route refresh loop.
+// Start takes a reference to the Client (starting its loops if nothing
+// else did). It fails when called twice, after Shutdown, or when the
+// shared Client was closed (ErrClosed).
 func (a *Admin) Start(ctx context.Context) error {
 	if !a.state.CompareAndSwap(stateNew, stateRunning) {
 		return ErrStarted
 	}
-	a.c.start()
+	if err := a.c.acquire(); err != nil {
+		a.state.Store(stateClosed)
+		return err
+	}
 	return nil
 }
 
-// Shutdown closes every connection. Safe to call more than once.
+// Shutdown releases the Client, which closes every connection unless
+// other members still use it. Safe to call more than once.
 func (a *Admin) Shutdown(ctx context.Context) error {
-	if a.state.Swap(stateClosed) != stateClosed {
-		a.c.close()
+	switch a.state.Swap(stateClosed) {
+	case stateRunning:
+		a.c.release()
+	case stateNew:
+		if a.c.private {
+			a.c.closeIfIdle()
+		}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -47,7 +46,7 @@ const (
 type PushConsumer struct {
 	s     settings
 	group string
-	c     *core
+	c     *Client
 	state atomic.Int32
 
 	mu     sync.Mutex
@@ -84,23 +83,18 @@ type subscription struct {
 }
 
 // NewPushConsumer returns a consumer of group configured by opts;
-// WithNameServers is required.
+// WithNameServers is required unless WithClient shares a Client.
 func NewPushConsumer(group string, opts ...Option) (*PushConsumer, error) {
-	s := defaultSettings()
-	for _, o := range opts {
-		o(&s)
-	}
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
 	if !validName(group) || len(group) > 255 || group == "DEFAULT_CONSUMER" {
 		return nil, fmt.Errorf("%w: consumer group %q", ErrInvalidOption, group)
 	}
-	pc := &PushConsumer{s: s, group: group, subs: map[string]*subscription{}, queues: map[Queue]*processQueue{},
+	s, c, err := memberSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	pc := &PushConsumer{s: s, group: group, c: c, subs: map[string]*subscription{}, queues: map[Queue]*processQueue{},
 		sem: make(chan struct{}, s.concurrency), trigger: make(chan struct{}, 1), stop: make(chan struct{})}
 	pc.handlerCtx, pc.cancelHandler = context.WithCancel(context.Background())
-	pc.c = newCore(s)
-	pc.c.heartbeat = pc.heartbeatData
 	return pc, nil
 }
 
@@ -149,7 +143,7 @@ func (pc *PushConsumer) subscribe(topic, expr string, sub *subscription) error {
 	return nil
 }
 
-// ClientID returns the id the consumer presents to brokers.
+// ClientID returns the id the consumer presents to brokers: its Client's.
 func (pc *PushConsumer) ClientID() string { return pc.c.clientID }
 
 // Group returns the consumer group.
@@ -157,7 +151,8 @@ func (pc *PushConsumer) Group() string { return pc.group }
 
 func (pc *PushConsumer) retryTopic() string { return RetryTopicPrefix + pc.group }
 
-func (pc *PushConsumer) heartbeatData() *protocol.HeartbeatData {
+// consumerData is the consumer's part of its Client's heartbeat.
+func (pc *PushConsumer) consumerData() protocol.ConsumerData {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	cd := protocol.ConsumerData{GroupName: pc.group, ConsumeType: protocol.ConsumePassively,
@@ -179,13 +174,15 @@ func (pc *PushConsumer) heartbeatData() *protocol.HeartbeatData {
 	for _, t := range topics {
 		cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, pc.subs[t].data)
 	}
-	return &protocol.HeartbeatData{ClientID: pc.c.clientID, ConsumerDataSet: []protocol.ConsumerData{cd}}
+	return cd
 }
 
-// Start fetches the routes of the subscribed topics (failing with
-// ErrTopicNotFound if one has none), registers the consumer with the
-// brokers, runs the first rebalance and starts pulling. It returns once
-// the first rebalance is done; messages may be delivered before that.
+// Start registers the consumer's group with its Client (ErrDuplicateGroup
+// if the Client runs another consumer of the group), fetches the routes of
+// the subscribed topics (failing with ErrTopicNotFound if one has none),
+// heartbeats the brokers, runs the first rebalance and starts pulling. It
+// returns once the first rebalance is done; messages may be delivered
+// before that.
 func (pc *PushConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	n := len(pc.subs)
@@ -207,17 +204,20 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.subs[pc.retryTopic()] = &subscription{data: d}
 	}
 	pc.mu.Unlock()
-	// The handler goes in before the first heartbeat, which updateRoute
-	// sends to every broker it learns of: the broker answers a new member
-	// with a NOTIFY_CONSUMER_IDS_CHANGED at once.
-	pc.c.rc.HandleFunc(protocol.NotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *protocol.Command) *protocol.Command {
-		pc.requestRebalance()
-		return nil
-	})
+	if err := pc.c.acquire(); err != nil {
+		pc.state.Store(stateClosed)
+		return err
+	}
+	// Registered before the first heartbeat, which updateRoute sends to
+	// every broker it learns of: the broker answers a new member with a
+	// NOTIFY_CONSUMER_IDS_CHANGED at once, which the Client passes on.
+	if err := pc.c.reg.addConsumer(pc); err != nil {
+		pc.abortStart()
+		return err
+	}
 	for _, t := range topics {
 		if _, err := pc.c.updateRoute(ctx, t, false); err != nil {
-			pc.state.Store(stateClosed)
-			pc.c.close()
+			pc.abortStart()
 			return err
 		}
 	}
@@ -228,11 +228,9 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		pc.offsets = &remoteOffsets{pc: pc}
 	}
 	if err != nil {
-		pc.state.Store(stateClosed)
-		pc.c.close()
+		pc.abortStart()
 		return err
 	}
-	pc.c.start()
 	pc.c.sendHeartbeats(ctx)
 	pc.rebalance(ctx)
 
@@ -240,11 +238,31 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 	go pc.rebalanceLoop()
 	go pc.commitLoop()
 	if pc.s.ordered {
-		pc.c.rc.OnDisconnect(func(addr string) { go pc.locksLost(addr) })
 		pc.loops.Add(1)
 		go pc.lockLoop()
 	}
 	return nil
+}
+
+// abortStart undoes a failed Start: the consumer is closed and lets go of
+// its Client.
+func (pc *PushConsumer) abortStart() {
+	pc.state.Store(stateClosed)
+	pc.c.reg.removeConsumer(pc)
+	pc.c.release()
+}
+
+// ctx returns a context cancelled when the consumer shuts down.
+func (pc *PushConsumer) ctx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-pc.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func (pc *PushConsumer) requestRebalance() {
@@ -265,7 +283,7 @@ func (pc *PushConsumer) rebalanceLoop() {
 		case <-t.C:
 		case <-pc.trigger:
 		}
-		ctx, cancel := pc.c.ctx()
+		ctx, cancel := pc.ctx()
 		pc.rebalance(ctx)
 		cancel()
 	}
@@ -502,7 +520,7 @@ func (pc *PushConsumer) commitLoop() {
 		case <-pc.stop:
 			return
 		case <-t.C:
-			ctx, cancel := pc.c.ctx()
+			ctx, cancel := pc.ctx()
 			pc.commitAll(ctx)
 			cancel()
 		}
@@ -576,8 +594,10 @@ func (pc *PushConsumer) commitFinal(ctx context.Context, pq *processQueue) {
 // Shutdown stops pulling, waits for running handlers to return (until ctx
 // is done; then their contexts are cancelled and their messages will be
 // redelivered), commits the offsets of everything that finished, releases
-// ordered queue locks, unregisters from the brokers (so the other members
-// rebalance at once) and closes all connections. Messages pulled but not
+// ordered queue locks, unregisters the group from the brokers (so the
+// other members rebalance at once) and releases its Client, which closes
+// the connections unless other members still use them (a private Client
+// always does). Messages pulled but not
 // yet started are not lost: their offsets are not committed. It returns
 // ctx's error if it had to stop waiting. Safe to call more than once.
 func (pc *PushConsumer) Shutdown(ctx context.Context) error {
@@ -586,7 +606,9 @@ func (pc *PushConsumer) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	if prev == stateNew {
-		pc.c.close()
+		if pc.c.private {
+			pc.c.closeIfIdle()
+		}
 		return nil
 	}
 	close(pc.stop)
@@ -628,8 +650,9 @@ func (pc *PushConsumer) Shutdown(ctx context.Context) error {
 		}
 		pc.unlock(cctx, qs)
 	}
+	pc.c.reg.removeConsumer(pc)
 	pc.c.unregister(cctx, "", pc.group)
-	pc.c.close()
+	pc.c.release()
 	pc.pulls.Wait()
 	return err
 }

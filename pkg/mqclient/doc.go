@@ -13,10 +13,32 @@
 // every 30 s, and for consumers rebalance every 20 s, offset commit every
 // 5 s and ordered lock renewal every 20 s); Shutdown is idempotent, bounded
 // by its context, and afterwards every call fails with ErrClosed. There
-// are no package-level clients or globals: two clients share nothing, not
-// even connections. A PushConsumer also rebalances at once when a broker
-// sends NOTIFY_CONSUMER_IDS_CHANGED (its handler is registered before the
-// first heartbeat, which the broker answers with one). Options default to RocketMQ's values (defaultSettings
+// are no package-level clients or globals.
+//
+// # One Client per process
+//
+// Producers, consumers and admins run on a Client (RocketMQ's
+// MQClientInstance): the client id, the connections, the route cache, the
+// fault table and one heartbeat carrying every producer and consumer
+// group. Give WithClient(c) to every constructor to share one: a service
+// then holds one connection per broker and sends one heartbeat round for
+// all its groups. A member built without WithClient gets a private Client
+// (nothing shared, as before Client existed), so existing code keeps
+// working unchanged. Sharing is explicit rather than keyed on the client
+// id as in RocketMQ's Java and Go clients, where members that meet under
+// one id silently take the first one's options (NameServers, credentials).
+// The Client is reference-counted: Client.Start and each member's Start
+// take a reference, their Shutdowns release it, and the last release stops
+// its loops and closes its connections; a closed Client cannot be
+// restarted (ErrClosed). A member's Shutdown makes its own guarantees
+// (handlers finished, offsets committed, locks released, its group
+// unregistered once no other member of the Client uses it) and never
+// closes connections another member uses. One Client runs at most one
+// PushConsumer per consumer group (ErrDuplicateGroup). Transaction
+// check-backs go to the producer of the half message's producer group;
+// NOTIFY_CONSUMER_IDS_CHANGED rebalances the named group's consumer at
+// once (the consumer is registered before its first heartbeat, which the
+// broker answers with one). Options default to RocketMQ's values (defaultSettings
 // is the single place they live) and are validated by the constructors.
 //
 // # Concurrency and blocking
@@ -39,7 +61,7 @@
 // yet), when a broker cannot be dialled or closes the connection, when it
 // answers TOPIC_NOT_EXIST and when a broker address is missing: at most
 // once per 300 ms per topic, concurrent callers sharing one fetch (one
-// place, core.refreshRoute, which failover logic can reuse). So after a
+// place, Client.refreshRoute, which failover logic can reuse). So after a
 // master restarts and registers with the NameServers (a Tide or RocketMQ
 // broker registers as it starts, then every 30 s), sends to its topics
 // succeed again within one throttle gap: about 0.1-0.3 s in

@@ -14,6 +14,9 @@ var (
 	ErrNotStarted = errors.New("mqclient: not started")
 	// ErrStarted: Start or Subscribe was called on a running client.
 	ErrStarted = errors.New("mqclient: already started")
+	// ErrDuplicateGroup: a PushConsumer of the same consumer group is
+	// already running on the shared Client.
+	ErrDuplicateGroup = errors.New("mqclient: consumer group already running on this client")
 	// ErrInvalidOption: an option value was rejected by validation.
 	ErrInvalidOption = errors.New("mqclient: invalid option")
 	// ErrInvalidMessage: a message failed validation before it was sent

@@ -163,7 +163,7 @@ func (pc *PushConsumer) renewLocks() bool {
 	if len(qs) == 0 {
 		return true
 	}
-	ctx, cancel := pc.c.ctx()
+	ctx, cancel := pc.ctx()
 	got, err := pc.lock(ctx, qs)
 	cancel()
 	all := err == nil
@@ -195,7 +195,7 @@ func (pc *PushConsumer) renewLocks() bool {
 // as a new owner does (startOffset) and resumes there. It gives up when pq
 // is dropped, the consumer stops or gen is superseded.
 func (pc *PushConsumer) resync(pq *processQueue, gen uint64) {
-	ctx, cancel := pc.c.ctx()
+	ctx, cancel := pc.ctx()
 	defer cancel()
 	go func() {
 		select {

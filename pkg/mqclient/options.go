@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// Option configures a Producer, PushConsumer or Admin. Options that do not
-// apply to the client they are given to are ignored; each option's comment
+// Option configures a Client, Producer, PushConsumer, PullConsumer or
+// Admin. Options that do not apply to the client they are given to are
+// ignored (with WithClient, a member ignores the options marked "All
+// clients" too: its Client's apply); each option's comment
 // says where it applies. Defaults are listed in defaultSettings and in each
 // option's comment.
 type Option func(*settings)
@@ -48,6 +50,7 @@ const (
 // settings holds every option. defaultSettings is the one place defaults
 // live.
 type settings struct {
+	client       *Client // WithClient; nil: the member builds a private one
 	nameServers  []string
 	logger       *slog.Logger
 	instanceName string
@@ -173,6 +176,44 @@ func (s *settings) validate() error {
 	}
 	return nil
 }
+
+// memberSettings applies opts for a Producer, consumer or Admin and
+// returns them with the Client the member runs on: WithClient's, whose
+// client-wide settings then replace the member's, or a new private one.
+func memberSettings(opts []Option) (settings, *Client, error) {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	if s.client != nil {
+		s.useClient(&s.client.s)
+	}
+	if err := s.validate(); err != nil {
+		return s, nil, err
+	}
+	if s.client != nil {
+		return s, s.client, nil
+	}
+	c := newClient(s)
+	c.private = true
+	return s, c, nil
+}
+
+// useClient copies the client-wide settings of a shared Client (the
+// options marked "All clients", except the logger and request timeout,
+// which stay the member's own).
+func (s *settings) useClient(cs *settings) {
+	s.nameServers, s.instanceName, s.clientIP = cs.nameServers, cs.instanceName, cs.clientIP
+	s.credentials, s.tlsConfig = cs.credentials, cs.tlsConfig
+	s.routeRefresh, s.routeRetryGap, s.heartbeatInterval = cs.routeRefresh, cs.routeRetryGap, cs.heartbeatInterval
+}
+
+// WithClient makes a Producer, PushConsumer, PullConsumer or Admin run on
+// the shared Client c (its connections, routes, heartbeat and client id)
+// instead of a private one; the member then ignores the options marked
+// "All clients" except WithLogger and WithRequestTimeout. See Client for
+// the lifecycle.
+func WithClient(c *Client) Option { return func(s *settings) { s.client = c } }
 
 // WithNameServers sets the NameServer addresses ("host:port"; an
 // "http://" prefix and ";"-separated lists are accepted). Required. All

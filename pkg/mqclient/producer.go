@@ -49,7 +49,7 @@ type SendInterceptor interface {
 // idempotent (RocketMQ is at-least-once).
 type Producer struct {
 	s     settings
-	c     *core
+	c     *Client
 	state atomic.Int32 // 0 new, 1 running, 2 shut down
 	sel   QueueSelector
 
@@ -68,38 +68,37 @@ const (
 )
 
 // NewProducer returns a producer configured by opts; WithNameServers is
-// required. It does not connect until Start.
+// required unless WithClient shares a Client. It does not connect until
+// Start.
 func NewProducer(opts ...Option) (*Producer, error) {
-	s := defaultSettings()
-	for _, o := range opts {
-		o(&s)
-	}
-	if err := s.validate(); err != nil {
+	s, c, err := memberSettings(opts)
+	if err != nil {
 		return nil, err
 	}
-	p := &Producer{s: s, sel: s.selector, asyncSem: make(chan struct{}, maxAsyncInFlight)}
+	p := &Producer{s: s, c: c, sel: s.selector, asyncSem: make(chan struct{}, maxAsyncInFlight)}
 	if p.sel == nil {
 		p.sel = ByShardingKey()
 	}
-	p.c = newCore(s)
-	p.c.heartbeat = p.heartbeatData
 	if s.idempotence {
 		p.idem = newIdempotence()
 	}
 	return p, nil
 }
 
-func (p *Producer) heartbeatData() *protocol.HeartbeatData {
-	return &protocol.HeartbeatData{ClientID: p.c.clientID, ProducerDataSet: []protocol.ProducerData{{GroupName: p.s.producerGroup}}}
-}
-
-// Start starts the route refresh and heartbeat loops. It does not block
-// and fails only when called twice or after Shutdown.
+// Start registers the producer's group with its Client (whose heartbeats
+// carry it from now on) and starts the Client's loops if nothing else
+// did. It does not block (except to fetch the WithTopics routes) and
+// fails only when called twice, after Shutdown, or when the shared Client
+// was closed (ErrClosed).
 func (p *Producer) Start(ctx context.Context) error {
 	if !p.state.CompareAndSwap(stateNew, stateRunning) {
 		return ErrStarted
 	}
-	p.c.start()
+	if err := p.c.acquire(); err != nil {
+		p.state.Store(stateClosed)
+		return err
+	}
+	p.c.reg.addProducer(p)
 	if len(p.s.producerTopics) > 0 {
 		for _, t := range p.s.producerTopics {
 			if _, err := p.c.route(ctx, t, false); err != nil {
@@ -107,6 +106,10 @@ func (p *Producer) Start(ctx context.Context) error {
 			}
 		}
 		p.c.sendHeartbeats(ctx)
+	} else if !p.c.private {
+		// A shared Client may know its brokers already, so no first route
+		// fetch will heartbeat them: tell them of the group now.
+		p.c.heartbeatAsync()
 	}
 	return nil
 }
@@ -114,11 +117,20 @@ func (p *Producer) Start(ctx context.Context) error {
 // Shutdown stops accepting sends, waits until every pending SendAsync has
 // called back (or ctx is done, after which the remaining callbacks get
 // ErrClosed-wrapping errors as their connections close), unregisters the
-// producer from the brokers and closes all connections. Sends already
-// acknowledged are durable per the broker's flush policy; Shutdown does not
-// lose them. It is safe to call more than once.
+// producer group from the brokers (unless another producer of the group
+// still runs on the shared Client) and releases its Client, which closes
+// the connections when no other member uses them (a private Client always
+// does). Sends already acknowledged are durable per the broker's flush
+// policy; Shutdown does not lose them. It is safe to call more than once.
 func (p *Producer) Shutdown(ctx context.Context) error {
-	if p.state.Swap(stateClosed) == stateClosed {
+	prev := p.state.Swap(stateClosed)
+	if prev == stateClosed {
+		return nil
+	}
+	if prev == stateNew {
+		if p.c.private {
+			p.c.closeIfIdle()
+		}
 		return nil
 	}
 	done := make(chan struct{})
@@ -129,12 +141,14 @@ func (p *Producer) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("mqclient: producer shutdown: pending async sends: %w", ctx.Err())
 	}
-	p.c.unregister(ctx, p.s.producerGroup, "")
-	p.c.close()
+	if p.c.reg.removeProducer(p) {
+		p.c.unregister(ctx, p.s.producerGroup, "")
+	}
+	p.c.release()
 	return err
 }
 
-// ClientID returns the id the producer presents to brokers.
+// ClientID returns the id the producer presents to brokers: its Client's.
 func (p *Producer) ClientID() string { return p.c.clientID }
 
 func (p *Producer) running() error {

@@ -42,42 +42,51 @@ type PullResult struct {
 type PullConsumer struct {
 	s       settings
 	group   string
-	c       *core
+	c       *Client
 	state   atomic.Int32
 	offsets *remoteOffsets
 }
 
 // NewPullConsumer returns a pull consumer of group; WithNameServers is
-// required.
+// required unless WithClient shares a Client. The group is not
+// heartbeated: a pull consumer is no member of a rebalancing group.
 func NewPullConsumer(group string, opts ...Option) (*PullConsumer, error) {
-	s := defaultSettings()
-	for _, o := range opts {
-		o(&s)
-	}
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
 	if !validName(group) || len(group) > 255 {
 		return nil, fmt.Errorf("%w: consumer group %q", ErrInvalidOption, group)
 	}
-	pc := &PullConsumer{s: s, group: group, c: newCore(s)}
+	s, c, err := memberSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	pc := &PullConsumer{s: s, group: group, c: c}
 	pc.offsets = &remoteOffsets{pc: &PushConsumer{s: s, group: group, c: pc.c}}
 	return pc, nil
 }
 
-// Start starts the route refresh loop.
+// Start takes a reference to the Client (starting its loops if nothing
+// else did). It fails when called twice, after Shutdown, or when the
+// shared Client was closed (ErrClosed).
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	if !pc.state.CompareAndSwap(stateNew, stateRunning) {
 		return ErrStarted
 	}
-	pc.c.start()
+	if err := pc.c.acquire(); err != nil {
+		pc.state.Store(stateClosed)
+		return err
+	}
 	return nil
 }
 
-// Shutdown closes every connection. Safe to call more than once.
+// Shutdown releases the Client, which closes every connection unless
+// other members still use it. Safe to call more than once.
 func (pc *PullConsumer) Shutdown(ctx context.Context) error {
-	if pc.state.Swap(stateClosed) != stateClosed {
-		pc.c.close()
+	switch pc.state.Swap(stateClosed) {
+	case stateRunning:
+		pc.c.release()
+	case stateNew:
+		if pc.c.private {
+			pc.c.closeIfIdle()
+		}
 	}
 	return nil
 }

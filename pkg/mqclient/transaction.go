@@ -68,10 +68,8 @@ func NewTransactionProducer(check TransactionChecker, opts ...Option) (*Producer
 	if err != nil {
 		return nil, err
 	}
-	p.c.rc.HandleFunc(protocol.CheckTransactionState, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-		p.handleCheck(ctx, c, req, check)
-		return nil // answered by END_TRANSACTION, never by a response
-	})
+	// The Client hands it the check-backs of its producer group from
+	// Start to Shutdown (Client.handleCheck).
 	p.checker = check
 	return p, nil
 }
@@ -155,22 +153,10 @@ func (p *Producer) endTransaction(ctx context.Context, res *SendResult, state Tr
 	return resp.Err()
 }
 
-// handleCheck answers one CHECK_TRANSACTION_STATE with END_TRANSACTION on
-// the same connection. Requests for another producer group are ignored.
-func (p *Producer) handleCheck(ctx context.Context, c *remoting.Conn, req *protocol.Command, check TransactionChecker) {
-	var h protocol.CheckTransactionStateRequestHeader
-	if err := h.Decode(req.ExtFields); err != nil {
-		p.s.logger.Warn("mqclient: bad check-back header", "err", err)
-		return
-	}
-	rec, _, err := protocol.DecodeStored(req.Body, false)
-	if err != nil {
-		p.s.logger.Warn("mqclient: bad check-back body", "err", err)
-		return
-	}
-	if g := rec.Property(protocol.PropProducerGroup); g != "" && g != p.s.producerGroup {
-		return
-	}
+// answerCheck answers one CHECK_TRANSACTION_STATE (header h, half
+// message rec) with END_TRANSACTION on the same connection.
+func (p *Producer) answerCheck(ctx context.Context, c *remoting.Conn, h *protocol.CheckTransactionStateRequestHeader, rec *protocol.MessageExt) {
+	check := p.checker
 	m := fromStored(rec, "")
 	cctx, cancel := context.WithTimeout(ctx, p.s.requestTimeout)
 	state := safeCheck(cctx, check, m)

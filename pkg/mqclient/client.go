@@ -20,17 +20,40 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// core is what every client kind shares: the transport, the NameServer
-// list, the route cache with its refresh loop, the heartbeat loop and the
-// broker fault table. Each Producer, PushConsumer and Admin owns one; there
-// is no process-wide instance. Safe for concurrent use.
-type core struct {
+// Client is what every producer, consumer and admin of a process shares,
+// as RocketMQ's MQClientInstance: one client id, the connections to the
+// NameServers and brokers, the route cache with its refresh loop, the
+// broker fault table, the message id generator, and one heartbeat that
+// carries every producer and consumer group registered on it.
+//
+// Share one Client by giving WithClient(c) to NewProducer,
+// NewTransactionProducer, NewPushConsumer, NewPullConsumer and NewAdmin.
+// A member created without WithClient builds a private Client of its own
+// (the behaviour before Client existed: its own connections and id).
+// Sharing is explicit, not keyed on the client id as in RocketMQ's
+// clients, where the first member's options silently win for all others.
+//
+// Lifecycle: the Client is reference-counted. Start takes the caller's
+// reference and every member's Start takes one more; Shutdown and each
+// member's Shutdown release theirs. The first reference starts the loops;
+// releasing the last one stops them and closes every connection, and the
+// Client cannot be started again (ErrClosed). A member's Shutdown does
+// its own cleanup first (handlers, offsets, locks, UNREGISTER_CLIENT of
+// its group once no other member of the Client uses the group) and never
+// closes connections other members still use.
+//
+// One consumer group can have one PushConsumer per Client (a second one
+// fails Start with ErrDuplicateGroup: the broker would see one member
+// where there are two). Any number of producers may share a producer
+// group. All methods are safe for concurrent use.
+type Client struct {
 	s        settings
 	log      *slog.Logger
 	rc       *remoting.Client
 	clientID string
 	ids      *protocol.UniqIDGenerator
 	faults   faultTable
+	private  bool // built by a member for itself (no WithClient)
 
 	nsNext atomic.Uint32
 
@@ -41,7 +64,13 @@ type core struct {
 	refreshMu sync.Mutex
 	refreshes map[string]*topicRefresh // on-demand route refreshes, per topic
 
-	heartbeat func() *protocol.HeartbeatData // nil: no heartbeats
+	lifeMu  sync.Mutex
+	refs    int  // running members plus the Start/Shutdown reference
+	held    bool // Start's reference is taken
+	started bool
+	closed  bool
+
+	reg members // the groups heartbeats carry (members.go)
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -60,7 +89,24 @@ type route struct {
 	next atomic.Uint64
 }
 
-func newCore(s settings) *core {
+// NewClient returns a Client configured by opts: WithNameServers is
+// required; the options that apply are those marked "All clients"
+// (NameServers, logger, instance name, client IP, credentials, TLS,
+// request timeout, route refresh and heartbeat intervals). It does not
+// connect until the first Start.
+func NewClient(opts ...Option) (*Client, error) {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	s.client = nil
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return newClient(s), nil
+}
+
+func newClient(s settings) *Client {
 	ip := s.clientIP
 	if ip == "" {
 		ip = localIPv4()
@@ -72,7 +118,7 @@ func newCore(s settings) *core {
 		inst = strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(rnd[:])
 	}
 	addr, _ := netip.ParseAddr(ip)
-	c := &core{
+	c := &Client{
 		s:        s,
 		log:      s.logger,
 		rc:       remoting.NewClient(s.remotingOptions()),
@@ -85,7 +131,97 @@ func newCore(s settings) *core {
 		refreshes: map[string]*topicRefresh{},
 	}
 	c.faults.init()
+	c.reg.init()
+	c.rc.HandleFunc(protocol.NotifyConsumerIDsChanged, c.handleConsumerIDsChanged)
+	c.rc.HandleFunc(protocol.CheckTransactionState, c.handleCheck)
+	c.rc.OnDisconnect(c.disconnected)
 	return c
+}
+
+// ClientID returns the id ("ip@instance") the Client presents to brokers
+// for all its members.
+func (c *Client) ClientID() string { return c.clientID }
+
+// Start takes the caller's reference to the Client and starts its route
+// refresh and heartbeat loops if no member has. It does not block. It
+// fails with ErrStarted when the caller's reference is already held and
+// with ErrClosed once the Client was closed.
+func (c *Client) Start(ctx context.Context) error {
+	c.lifeMu.Lock()
+	if c.held {
+		c.lifeMu.Unlock()
+		return ErrStarted
+	}
+	c.lifeMu.Unlock()
+	if err := c.acquire(); err != nil {
+		return err
+	}
+	c.lifeMu.Lock()
+	c.held = true
+	c.lifeMu.Unlock()
+	return nil
+}
+
+// Shutdown releases the caller's reference (taken by Start). When no
+// member is running either, it stops the loops and closes every
+// connection before it returns; otherwise that happens when the last
+// member shuts down. A Client that was never started is closed at once.
+// It does not shut members down. Safe to call more than once.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.lifeMu.Lock()
+	held := c.held
+	c.held = false
+	c.lifeMu.Unlock()
+	if held {
+		c.release()
+	} else {
+		c.closeIfIdle()
+	}
+	return nil
+}
+
+// acquire takes a reference; the first one starts the loops.
+func (c *Client) acquire() error {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.refs++
+	if !c.started {
+		c.started = true
+		c.start()
+	}
+	return nil
+}
+
+// release drops a reference taken by acquire; the last one closes the
+// Client.
+func (c *Client) release() {
+	c.lifeMu.Lock()
+	c.refs--
+	last := c.refs == 0 && !c.closed
+	if last {
+		c.closed = true
+	}
+	c.lifeMu.Unlock()
+	if last {
+		c.close()
+	}
+}
+
+// closeIfIdle closes a Client nobody holds (a member shut down before it
+// started, or a Client shut down before any Start).
+func (c *Client) closeIfIdle() {
+	c.lifeMu.Lock()
+	idle := c.refs == 0 && !c.closed
+	if idle {
+		c.closed = true
+	}
+	c.lifeMu.Unlock()
+	if idle {
+		c.close()
+	}
 }
 
 // localIPv4 returns the first non-loopback IPv4 address, or 127.0.0.1.
@@ -104,16 +240,14 @@ func localIPv4() string {
 }
 
 // start launches the route refresh and heartbeat loops.
-func (c *core) start() {
+func (c *Client) start() {
 	c.wg.Add(1)
 	go c.loop(c.s.routeRefresh, c.refreshRoutes)
-	if c.heartbeat != nil {
-		c.wg.Add(1)
-		go c.loop(c.s.heartbeatInterval, c.sendHeartbeats)
-	}
+	c.wg.Add(1)
+	go c.loop(c.s.heartbeatInterval, c.sendHeartbeats)
 }
 
-func (c *core) loop(every time.Duration, f func(context.Context)) {
+func (c *Client) loop(every time.Duration, f func(context.Context)) {
 	defer c.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -129,8 +263,8 @@ func (c *core) loop(every time.Duration, f func(context.Context)) {
 	}
 }
 
-// ctx returns a context cancelled when the core stops.
-func (c *core) ctx() (context.Context, context.CancelFunc) {
+// ctx returns a context cancelled when the Client closes.
+func (c *Client) ctx() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -143,15 +277,27 @@ func (c *core) ctx() (context.Context, context.CancelFunc) {
 }
 
 // close stops the loops and closes every connection.
-func (c *core) close() {
+func (c *Client) close() {
 	c.stopOnce.Do(func() { close(c.stop) })
 	c.wg.Wait()
 	c.rc.Close()
 }
 
+// heartbeatAsync sends a heartbeat round in the background. The caller
+// holds a reference (acquire), so the Client is not closing yet.
+func (c *Client) heartbeatAsync() {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := c.ctx()
+		defer cancel()
+		c.sendHeartbeats(ctx)
+	}()
+}
+
 // invoke sends req to addr and waits at most timeout (or ctx) for the
 // response. A REQUEST_CODE_NOT_SUPPORTED answer becomes ErrNotSupported.
-func (c *core) invoke(ctx context.Context, addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
+func (c *Client) invoke(ctx context.Context, addr string, req *protocol.Command, timeout time.Duration) (*protocol.Command, error) {
 	// InvokeTimeout, not a derived context: a context, a timer and a
 	// channel per request counted on the send path.
 	resp, err := c.rc.InvokeTimeout(ctx, addr, req, timeout)
@@ -166,7 +312,7 @@ func (c *core) invoke(ctx context.Context, addr string, req *protocol.Command, t
 
 // invokeNS sends req to the NameServers in turn, starting after the last
 // one used, until one answers.
-func (c *core) invokeNS(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+func (c *Client) invokeNS(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
 	ns := c.s.nameServers
 	start := int(c.nsNext.Load())
 	var errs []error
@@ -186,7 +332,7 @@ func (c *core) invokeNS(ctx context.Context, req *protocol.Command) (*protocol.C
 }
 
 // queryRoute asks the NameServers for topic's route.
-func (c *core) queryRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+func (c *Client) queryRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
 	h := protocol.GetRouteInfoRequestHeader{Topic: topic}
 	resp, err := c.invokeNS(ctx, protocol.NewRequest(protocol.GetRouteInfoByTopic, h.Encode(), nil))
 	if err != nil {
@@ -239,7 +385,7 @@ func newRoute(topic string, d *protocol.TopicRouteData, maxQueues int32) *route 
 // updateRoute fetches topic's route and caches it. With autoCreate, a
 // topic unknown to the NameServers gets the route of the auto-creation
 // template, so the first send creates it.
-func (c *core) updateRoute(ctx context.Context, topic string, autoCreate bool) (*route, error) {
+func (c *Client) updateRoute(ctx context.Context, topic string, autoCreate bool) (*route, error) {
 	d, err := c.queryRoute(ctx, topic)
 	var r *route
 	switch {
@@ -270,7 +416,7 @@ func (c *core) updateRoute(ctx context.Context, topic string, autoCreate bool) (
 // addBrokers records the broker addresses of a route. A broker seen for
 // the first time gets a heartbeat at once, so that it knows the client's
 // groups before the first pull or transaction check.
-func (c *core) addBrokers(d *protocol.TopicRouteData) {
+func (c *Client) addBrokers(d *protocol.TopicRouteData) {
 	c.mu.Lock()
 	fresh := false
 	for _, b := range d.BrokerDatas {
@@ -284,7 +430,7 @@ func (c *core) addBrokers(d *protocol.TopicRouteData) {
 		c.brokers[b.BrokerName] = m
 	}
 	c.mu.Unlock()
-	if fresh && c.heartbeat != nil {
+	if fresh && c.reg.any() {
 		select {
 		case <-c.stop:
 		default:
@@ -296,7 +442,7 @@ func (c *core) addBrokers(d *protocol.TopicRouteData) {
 }
 
 // route returns topic's cached route, fetching it when absent.
-func (c *core) route(ctx context.Context, topic string, autoCreate bool) (*route, error) {
+func (c *Client) route(ctx context.Context, topic string, autoCreate bool) (*route, error) {
 	c.mu.RLock()
 	r := c.routes[topic]
 	c.mu.RUnlock()
@@ -324,7 +470,7 @@ type topicRefresh struct {
 // another fetches waits for that fetch and gets its result; a caller
 // within the gap gets the cached route (nil with ErrTopicNotFound when
 // there is none). Errors leave the cached route as it was.
-func (c *core) refreshRoute(ctx context.Context, topic string) (*route, error) {
+func (c *Client) refreshRoute(ctx context.Context, topic string) (*route, error) {
 	c.refreshMu.Lock()
 	tr := c.refreshes[topic]
 	if tr == nil {
@@ -357,7 +503,7 @@ func (c *core) refreshRoute(ctx context.Context, topic string) (*route, error) {
 }
 
 // refreshRoutes re-fetches every cached route; failures keep the old one.
-func (c *core) refreshRoutes(ctx context.Context) {
+func (c *Client) refreshRoutes(ctx context.Context) {
 	c.mu.RLock()
 	topics := make([]string, 0, len(c.routes))
 	for t := range c.routes {
@@ -373,7 +519,7 @@ func (c *core) refreshRoutes(ctx context.Context) {
 
 // brokerAddr returns the address of broker id of brokerName; when that id
 // is unknown it falls back to the master, then to any address.
-func (c *core) brokerAddr(brokerName string, id int64) (string, error) {
+func (c *Client) brokerAddr(brokerName string, id int64) (string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m := c.brokers[brokerName]
@@ -390,7 +536,7 @@ func (c *core) brokerAddr(brokerName string, id int64) (string, error) {
 }
 
 // cachedMasterAddr returns the known master address of brokerName.
-func (c *core) cachedMasterAddr(brokerName string) (string, bool) {
+func (c *Client) cachedMasterAddr(brokerName string) (string, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	a, ok := c.brokers[brokerName][protocol.MasterID]
@@ -399,7 +545,7 @@ func (c *core) cachedMasterAddr(brokerName string) (string, bool) {
 
 // masterAddr returns the master of brokerName, refreshing topic's route
 // once when it is unknown.
-func (c *core) masterAddr(ctx context.Context, brokerName, topic string) (string, error) {
+func (c *Client) masterAddr(ctx context.Context, brokerName, topic string) (string, error) {
 	c.mu.RLock()
 	a, ok := c.brokers[brokerName][protocol.MasterID]
 	c.mu.RUnlock()
@@ -419,10 +565,11 @@ func (c *core) masterAddr(ctx context.Context, brokerName, topic string) (string
 	return "", fmt.Errorf("%w: master of %s", ErrBrokerNotFound, brokerName)
 }
 
-// sendHeartbeats sends the owner's heartbeat to every known broker address
-// (masters only when it has no consumers).
-func (c *core) sendHeartbeats(ctx context.Context) {
-	hb := c.heartbeat()
+// sendHeartbeats sends the heartbeat of every group registered on the
+// Client to every known broker address (masters only when it has no
+// consumers).
+func (c *Client) sendHeartbeats(ctx context.Context) {
+	hb := c.heartbeatData()
 	if hb == nil {
 		return
 	}
@@ -451,7 +598,7 @@ func (c *core) sendHeartbeats(ctx context.Context) {
 // unregister tells every known master that this client's groups are gone
 // (UNREGISTER_CLIENT), so that the broker rebalances other members without
 // waiting for the connection to close. Errors are ignored.
-func (c *core) unregister(ctx context.Context, producerGroup, consumerGroup string) {
+func (c *Client) unregister(ctx context.Context, producerGroup, consumerGroup string) {
 	c.mu.RLock()
 	var addrs []string
 	for _, m := range c.brokers {
