@@ -79,6 +79,9 @@ type group struct {
 	all     []*brokerProc
 	procs   []*clustertest.Process
 	ctlGid  uint32 // group id of the controller processes (0: the test's)
+	// brokerConf holds broker.conf keys a test adds to (or overrides in)
+	// the brokers it starts afterwards.
+	brokerConf map[string]string
 }
 
 type brokerProc struct {
@@ -217,7 +220,7 @@ func (g *group) startBrokerGid(name string, gid uint32) *brokerProc {
 	dir := filepath.Join(g.dir, name)
 	port, haPort := g.port(), g.port()
 	conf := filepath.Join(dir, "broker.conf")
-	g.writeConf(conf, map[string]string{
+	g.writeConf(conf, mergeConf(map[string]string{
 		"brokerClusterName": "DefaultCluster", "brokerName": groupName, "brokerRole": "SYNC_MASTER",
 		"enableControllerMode": "true", "controllerAddr": strings.Join(g.ctls, ";"),
 		"controllerHeartBeatTimeoutMills": strconv.Itoa(heartbeatTimeout), "brokerHeartbeatInterval": "300",
@@ -227,13 +230,21 @@ func (g *group) startBrokerGid(name string, gid uint32) *brokerProc {
 		"mappedFileSizeCommitLog": strconv.Itoa(1 << 20), "mappedFileSizeConsumeQueue": strconv.Itoa(20 * 4000),
 		"maxMessageSize": strconv.Itoa(64 << 10), "maxHashSlotNum": "1000", "maxIndexNum": "4000",
 		"registerNameServerPeriod": "1000",
-	})
+	}, g.brokerConf))
 	b := &brokerProc{Process: &clustertest.Process{Name: name, Bin: bins.Broker, Args: []string{"-c", conf},
 		LogPath: filepath.Join(dir, "broker.log"), Gid: gid}, addr: "127.0.0.1:" + port, haPort: haPort}
 	g.procs = append(g.procs, b.Process)
 	g.all = append(g.all, b)
 	g.start(b.Process, b.addr)
 	return b
+}
+
+// mergeConf returns base with extra's keys added or replaced.
+func mergeConf(base, extra map[string]string) map[string]string {
+	for k, v := range extra {
+		base[k] = v
+	}
+	return base
 }
 
 // replicaInfo is the controller's view of the group.

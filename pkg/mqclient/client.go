@@ -63,6 +63,9 @@ type Client struct {
 
 	refreshMu sync.Mutex
 	refreshes map[string]*topicRefresh // on-demand route refreshes, per topic
+	downBusy  atomic.Bool              // a brokerDown refresh is running
+	downMu    sync.Mutex               // orders brokerDown's wg.Add before close's wg.Wait
+	downStop  bool                     // close began: no more brokerDown refreshes
 
 	lifeMu  sync.Mutex
 	refs    int  // running members plus the Start/Shutdown reference
@@ -279,6 +282,9 @@ func (c *Client) ctx() (context.Context, context.CancelFunc) {
 // close stops the loops and closes every connection.
 func (c *Client) close() {
 	c.stopOnce.Do(func() { close(c.stop) })
+	c.downMu.Lock()
+	c.downStop = true
+	c.downMu.Unlock()
 	c.wg.Wait()
 	c.rc.Close()
 }
@@ -302,6 +308,9 @@ func (c *Client) invoke(ctx context.Context, addr string, req *protocol.Command,
 	// channel per request counted on the send path.
 	resp, err := c.rc.InvokeTimeout(ctx, addr, req, timeout)
 	if err != nil {
+		if errors.Is(err, remoting.ErrDial) || errors.Is(err, remoting.ErrClosed) || errors.Is(err, remoting.ErrTimeout) {
+			c.brokerDown(addr)
+		}
 		return nil, err
 	}
 	if resp.Code == protocol.RequestCodeNotSupported {
@@ -500,6 +509,62 @@ func (c *Client) refreshRoute(ctx context.Context, topic string) (*route, error)
 		return nil, err
 	}
 	return r, nil
+}
+
+// brokerDown is told that a request to addr got no answer (dial refused,
+// connection closed, timeout): the broker may be dead and another one
+// promoted in its place (controller mode) or about to be. It refreshes, in
+// the background, the routes that name addr, each through refreshRoute's
+// throttle, so that pulls, offset commits, lock renewals and check-back
+// answers, which have no retry loop of their own as sends do, find the new
+// master as soon as the NameServers list it instead of at the next
+// periodic refresh (30 s by default). One such refresh runs at a time per
+// client; failures in the meantime are covered by the next one.
+func (c *Client) brokerDown(addr string) {
+	c.mu.RLock()
+	var topics []string
+	for t, r := range c.routes {
+		if routeNames(r.data, addr) {
+			topics = append(topics, t)
+		}
+	}
+	c.mu.RUnlock()
+	if len(topics) == 0 || !c.downBusy.CompareAndSwap(false, true) {
+		return
+	}
+	c.downMu.Lock()
+	defer c.downMu.Unlock()
+	if c.downStop {
+		c.downBusy.Store(false)
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.downBusy.Store(false)
+		ctx, cancel := c.ctx()
+		defer cancel()
+		for _, t := range topics {
+			if _, err := c.refreshRoute(ctx, t); err != nil && ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+}
+
+// routeNames reports whether d lists addr as one of its brokers.
+func routeNames(d *protocol.TopicRouteData, addr string) bool {
+	if d == nil {
+		return false
+	}
+	for _, b := range d.BrokerDatas {
+		for _, a := range b.BrokerAddrs {
+			if a == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // refreshRoutes re-fetches every cached route; failures keep the old one.
