@@ -16,7 +16,7 @@ docker info >/dev/null 2>&1 || { echo "up: the Docker Engine does not answer (do
 . ./mode.sh
 case "${PROFILE:-controller}" in
 	controller) export BROKER_MODE=controller; profile=(--profile controller) ;;
-	2m2s) export BROKER_MODE=masterslave; profile=(--profile 2m2s) ;;
+	2m2s) export BROKER_MODE=masterslave CONSOLE_CONTROLLER_ADDR=; profile=(--profile 2m2s) ;;
 	*) echo "up: unknown PROFILE=$PROFILE (controller, the default, or 2m2s)" >&2; exit 1 ;;
 esac
 # One mode at a time: the other mode's containers would keep running and

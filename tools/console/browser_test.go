@@ -44,35 +44,7 @@ func chromium(t *testing.T) string {
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
 	f := newFixture(t)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.WindowSize(1400, 900),
-		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 6*time.Minute) // a bound on hangs: page loads take seconds under a load average of 55
-	defer cancel()
-	// The resend form asks for confirmation: accept every dialog.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	go acceptDialogs(ctx)
-
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return s
-	}
+	ctx, run, text := browser(t, bin)
 	shot := func(name string) {
 		t.Helper()
 		if *screenshots == "" {
@@ -247,6 +219,98 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("the admin sees %d half message action forms, want 1", n)
 	}
 	shot("half")
+}
+
+// browser starts a headless Chromium (bin) until the test ends and
+// returns its context and two helpers: run steps (failing the test on an
+// error) and read an element's text.
+func browser(t *testing.T, bin string) (context.Context, func(string, ...chromedp.Action[chromedp.Void]), func(string) string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.WindowSize(1400, 900),
+		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 6*time.Minute) // a bound on hangs: page loads take seconds under a load average of 55
+	t.Cleanup(cancel)
+	// The resend form asks for confirmation: accept every dialog.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	go acceptDialogs(ctx)
+
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	return ctx, run, text
+}
+
+// TestBrowserController reads the controller page in Chromium: the
+// leader, broker-a's master, epoch and SyncStateSet, then, after the
+// master died and the page was reloaded, the new master, the new epoch
+// and the election in the log.
+func TestBrowserController(t *testing.T) {
+	bin := chromium(t)
+	f := newCtlFixture(t)
+	ctx, run, text := browser(t, bin)
+	run("sign in", chromedp.Navigate(f.base+"/login"), chromedp.WaitVisible(chromedp.CSS("#login")),
+		chromedp.SetValue(chromedp.CSS(`#login input[name=user]`), "viewer"),
+		chromedp.SetValue(chromedp.CSS(`#login input[name=password]`), "viewer-password"),
+		chromedp.Submit(chromedp.CSS(`#login`)), chromedp.WaitVisible(chromedp.CSS("#who")))
+	group := `.ctl-group[data-group="broker-a"] `
+	load := func() {
+		t.Helper()
+		run("controller page", chromedp.Navigate(f.base+"/controller"), chromedp.WaitVisible(chromedp.CSS("#ctl-elections")))
+	}
+	// the nav link leads there
+	run("nav", chromedp.Click(chromedp.CSS(`header nav a[href="/controller"]`)), chromedp.WaitVisible(chromedp.CSS("#ctl-nodes")))
+	for {
+		load()
+		if strings.HasPrefix(text(group+".ctl-sss"), "2 replica(s)") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("broker-a's SyncStateSet never showed 2 replicas")
+		}
+	}
+	for sel, want := range map[string]string{"#ctl-leader": "n0 (" + f.ctl + ")", "#ctl-nodes": "LEADER",
+		group + ".ctl-master": f.masterAddr, group + ".ctl-epoch": "1", "#ctl-elections": "none observed"} {
+		if got := text(sel); !strings.Contains(got, want) {
+			t.Fatalf("%s: %q, want %q", sel, got, want)
+		}
+	}
+
+	f.killMaster(t)
+	for {
+		load()
+		if strings.Contains(text(group+".ctl-master"), f.slaveAddr) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the new master never showed")
+		}
+	}
+	for sel, want := range map[string]string{group + ".ctl-epoch": "2", group + ".ctl-sss": "1 replica(s)",
+		"#ctl-elections": "1 → 2"} {
+		if got := text(sel); !strings.Contains(got, want) {
+			t.Fatalf("%s: %q, want %q", sel, got, want)
+		}
+	}
+	if got := text("#ctl-elections"); !strings.Contains(got, f.masterAddr+" → "+f.slaveAddr) {
+		t.Fatalf("election log %q, want %s → %s", got, f.masterAddr, f.slaveAddr)
+	}
 }
 
 // browserSignIn checks sign-in in Chromium: every page asks for it,

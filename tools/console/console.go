@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/remoting"
+	"github.com/tidemq/tide/pkg/remoting/controllerclient"
 )
 
 // Sentinel errors.
@@ -53,6 +55,11 @@ type Options struct {
 	ListenAddr string
 	// NameServers are the NameServer addresses (host:port).
 	NameServers []string
+	// ControllerAddrs are the controller nodes (host:port; RocketMQ's
+	// controllerAddr) of clusters in controller mode: the controller page
+	// shows their leader, each group's master, epoch and SyncStateSet,
+	// and the elections the console observed. Optional.
+	ControllerAddrs []string
 	// RequestTimeout bounds each protocol request. Default 5 s.
 	RequestTimeout time.Duration
 	// SampleInterval is how often broker totals and topic offsets are
@@ -119,6 +126,9 @@ func (o Options) Validate() error {
 	if o.ResendRate <= 0 || o.ResendRate > 10000 {
 		return fmt.Errorf("%w: resend rate must be in (0, 10000]", ErrInvalidOptions)
 	}
+	if err := validControllerAddrs(o.ControllerAddrs); err != nil {
+		return err
+	}
 	if (o.Credentials.AccessKey == "") != (o.Credentials.SecretKey == "") {
 		return fmt.Errorf("%w: an access key and a secret key go together", ErrInvalidOptions)
 	}
@@ -159,7 +169,11 @@ type Server struct {
 	prod  *mqclient.Producer
 	rates *sampler
 	pages *pages
-	http  *http.Client
+	ctlRC *remoting.Client         // the controller client's transport
+	ctl   *controllerclient.Client // nil without ControllerAddrs
+	// elections is the log of master epoch changes the console observed
+	elections electionLog
+	http      *http.Client
 
 	mu      sync.Mutex
 	state   int // 0 new, 1 running, 2 stopped
@@ -234,6 +248,10 @@ func New(opts Options) (*Server, error) {
 	if s.admin, err = mqclient.NewAdmin(common...); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	// The controller port speaks plain TCP with no ACL (docs/controller.md),
+	// so neither the TLS nor the credentials apply to it.
+	s.ctlRC = remoting.NewClient(remoting.ClientOptions{Logger: quiet})
+	s.ctl = newControllerClient(s)
 	instance := mqclient.WithInstanceName(fmt.Sprintf("tide-console-%d", time.Now().UnixNano()))
 	if s.pull, err = mqclient.NewPullConsumer("TOOLS_CONSUMER", append(common, instance)...); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
@@ -321,6 +339,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range []interface{ Shutdown(context.Context) error }{s.prod, s.pull, s.admin} {
 		_ = c.Shutdown(ctx)
 	}
+	s.ctlRC.Close()
 	s.log.Info("console stopped")
 	if err != nil {
 		return fmt.Errorf("console: %w", err)

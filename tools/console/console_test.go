@@ -298,6 +298,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"named reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"payment=http://payment:8003"} }, true},
 		{"bad named reconcile URL", func(o *console.Options) { o.ReconcileURLs = []string{"payment=payment:8003"} }, false},
 		{"bad order URL", func(o *console.Options) { o.OrderURL = "order:8000" }, false},
+		{"controllers", func(o *console.Options) { o.ControllerAddrs = []string{"c1:9878", "c2:9878"} }, true},
+		{"bad controller", func(o *console.Options) { o.ControllerAddrs = []string{"c1"} }, false},
 		{"bad rate", func(o *console.Options) { o.ResendRate = -1 }, false},
 		{"access key without secret", func(o *console.Options) { o.Credentials.AccessKey = "consoleAdmin" }, false},
 		{"secret without access key", func(o *console.Options) { o.Credentials.SecretKey = "consoleSecret" }, false},

@@ -24,7 +24,7 @@ var webFS embed.FS
 type pages struct{ t map[string]*template.Template }
 
 var pageNames = []string{"cluster", "topics", "topic", "groups", "group", "messages", "message", "dlq", "half", "order", "orders", "error",
-	"login", "audit"}
+	"login", "audit", "controller"}
 
 var funcs = template.FuncMap{
 	"rate": func(r *float64) string {
@@ -149,6 +149,10 @@ func (s *Server) Handler() http.Handler {
 
 	s.page(mux, "GET", "/cluster", "cluster", "Cluster", func(r *http.Request) (any, string, error) {
 		v, err := s.cluster(r.Context())
+		return v, "", err
+	})
+	s.page(mux, "GET", "/controller", "controller", "Controller", func(r *http.Request) (any, string, error) {
+		v, err := s.controller(r.Context())
 		return v, "", err
 	})
 	s.page(mux, "GET", "/topics", "topics", "Topics", func(r *http.Request) (any, string, error) {

@@ -56,6 +56,9 @@ func (s *Server) sample(ctx context.Context) {
 	for _, b := range bs {
 		s.runtimeInfo(ctx, b.Addr) // records the totals
 	}
+	if s.ctl != nil {
+		s.replicaGroups(ctx) // records elections
+	}
 	topics, err := s.admin.Topics(ctx)
 	if err != nil {
 		return

@@ -8,7 +8,7 @@
 // believed only from -auth-proxy-trusted addresses), or both. -cert and
 // -key serve HTTPS.
 //
-// Every flag has an environment variable (NAMESRV_ADDR, CONSOLE_LISTEN,
+// Every flag has an environment variable (NAMESRV_ADDR, CONTROLLER_ADDR, CONSOLE_LISTEN,
 // CONSOLE_ORDER_TOPICS, CONSOLE_RECONCILE_URLS, CONSOLE_ACCESS_KEY,
 // CONSOLE_SECRET_KEY, CONSOLE_USERS_FILE, CONSOLE_AUTH_PROXY_*,
 // CONSOLE_CERT_FILE, CONSOLE_KEY_FILE); flags win. -tls, -tls-ca, -tls-cert/-tls-key and
@@ -69,6 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.SetOutput(stderr)
 	d := console.DefaultOptions()
 	namesrv := fs.String("n", env("NAMESRV_ADDR", ""), "NameServer addresses `host:port[;host:port]` ($NAMESRV_ADDR)")
+	controllers := fs.String("controllerAddr", env("CONTROLLER_ADDR", ""),
+		"controller addresses `host:port[;host:port]` of a cluster in controller mode: the Controller page ($CONTROLLER_ADDR)")
 	listen := fs.String("listen", env("CONSOLE_LISTEN", d.ListenAddr), "HTTP listen `address` ($CONSOLE_LISTEN)")
 	topics := fs.String("order-topics", env("CONSOLE_ORDER_TOPICS", strings.Join(d.OrderTopics, ",")),
 		"comma-separated `topics` the order view searches ($CONSOLE_ORDER_TOPICS)")
@@ -116,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var err error
 	o := d
 	o.NameServers = split(*namesrv, ";")
+	o.ControllerAddrs = split(*controllers, ";")
 	o.ListenAddr, o.OrderTopics, o.ReconcileURLs, o.OrderURL = *listen, split(*topics, ","), split(*reconcile, ","), *orderURL
 	o.RequestTimeout, o.SampleInterval, o.ResendRate, o.Logger = *timeout, *sample, *rate, logger
 	o.Credentials = mqclient.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}
