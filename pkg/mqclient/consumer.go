@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,15 +59,15 @@ type PushConsumer struct {
 	notes lockNotes
 
 	offsets offsetStore
-	sem     chan struct{} // handler slots
 
-	handlerCtx    context.Context
-	cancelHandler context.CancelFunc
+	// The three parts of the consumer (README.md): which queues it owns,
+	// pulling them, and running their handlers.
+	rb   *rebalancer
+	pull *puller
+	d    *dispatcher
 
-	trigger chan struct{}
-	stop    chan struct{}
-	loops   sync.WaitGroup
-	pulls   sync.WaitGroup
+	stop  chan struct{}
+	loops sync.WaitGroup
 }
 
 // subscription is one topic's filter and handler: handler or batch, never
@@ -93,8 +90,10 @@ func NewPushConsumer(group string, opts ...Option) (*PushConsumer, error) {
 		return nil, err
 	}
 	pc := &PushConsumer{s: s, group: group, c: c, subs: map[string]*subscription{}, queues: map[Queue]*processQueue{},
-		sem: make(chan struct{}, s.concurrency), trigger: make(chan struct{}, 1), stop: make(chan struct{})}
-	pc.handlerCtx, pc.cancelHandler = context.WithCancel(context.Background())
+		stop: make(chan struct{})}
+	pc.d = newDispatcher(&pc.s, group, c, pc.subscription)
+	pc.pull = &puller{s: &pc.s, group: group, c: c, d: pc.d}
+	pc.rb = &rebalancer{pc: pc, s: &pc.s, group: group, c: c, trigger: make(chan struct{}, 1)}
 	return pc, nil
 }
 
@@ -141,6 +140,13 @@ func (pc *PushConsumer) subscribe(topic, expr string, sub *subscription) error {
 	pc.subs[topic] = sub
 	pc.mu.Unlock()
 	return nil
+}
+
+// subscription returns the subscription of topic, nil if none.
+func (pc *PushConsumer) subscription(topic string) *subscription {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.subs[topic]
 }
 
 // ClientID returns the id the consumer presents to brokers: its Client's.
@@ -232,10 +238,10 @@ func (pc *PushConsumer) Start(ctx context.Context) error {
 		return err
 	}
 	pc.c.sendHeartbeats(ctx)
-	pc.rebalance(ctx)
+	pc.rb.rebalance(ctx)
 
 	pc.loops.Add(2)
-	go pc.rebalanceLoop()
+	go pc.rb.loop()
 	go pc.commitLoop()
 	if pc.s.ordered {
 		pc.loops.Add(1)
@@ -263,332 +269,6 @@ func (pc *PushConsumer) ctx() (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
-}
-
-func (pc *PushConsumer) requestRebalance() {
-	select {
-	case pc.trigger <- struct{}{}:
-	default:
-	}
-}
-
-func (pc *PushConsumer) rebalanceLoop() {
-	defer pc.loops.Done()
-	t := time.NewTicker(pc.s.rebalanceInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-pc.stop:
-			return
-		case <-t.C:
-		case <-pc.trigger:
-		}
-		ctx, cancel := pc.ctx()
-		pc.rebalance(ctx)
-		cancel()
-	}
-}
-
-// rebalance recomputes the queues of every subscription.
-func (pc *PushConsumer) rebalance(ctx context.Context) {
-	pc.mu.Lock()
-	topics := make([]string, 0, len(pc.subs))
-	for t := range pc.subs {
-		topics = append(topics, t)
-	}
-	pc.mu.Unlock()
-	sort.Strings(topics)
-	for _, t := range topics {
-		if err := pc.rebalanceTopic(ctx, t); err != nil {
-			pc.s.logger.Debug("mqclient: rebalance", "group", pc.group, "topic", t, "err", err)
-		}
-	}
-}
-
-func (pc *PushConsumer) rebalanceTopic(ctx context.Context, topic string) error {
-	r, err := pc.c.route(ctx, topic, false)
-	if err != nil {
-		return err
-	}
-	mine := r.sub
-	if pc.s.model == Clustering {
-		ids, err := pc.consumerIDs(ctx, r)
-		if err != nil {
-			return err
-		}
-		mine = pc.s.allocate.Allocate(slices.Clone(r.sub), ids, pc.c.clientID)
-	}
-	pc.updateQueues(ctx, topic, mine)
-	return nil
-}
-
-// consumerIDs asks a broker of the topic for the group's members. When the
-// caller is missing (its heartbeat has not arrived yet) it heartbeats and
-// asks once more.
-func (pc *PushConsumer) consumerIDs(ctx context.Context, r *route) ([]string, error) {
-	if len(r.data.BrokerDatas) == 0 {
-		return nil, ErrBrokerNotFound
-	}
-	var last error
-	for attempt := 0; attempt < 2; attempt++ {
-		bd := r.data.BrokerDatas[rand.IntN(len(r.data.BrokerDatas))]
-		addr, err := pc.c.brokerAddr(bd.BrokerName, protocol.MasterID)
-		if err != nil {
-			return nil, err
-		}
-		h := protocol.ConsumerGroupHeader{ConsumerGroup: pc.group}
-		resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.GetConsumerListByGroup, h.Encode(), nil), pc.s.requestTimeout)
-		if err != nil {
-			return nil, err
-		}
-		if resp.Code == protocol.Success && len(resp.Body) > 0 {
-			b, err := protocol.DecodeGetConsumerListByGroupResponseBody(resp.Body)
-			if err != nil {
-				return nil, err
-			}
-			ids := b.ConsumerIDList
-			sort.Strings(ids)
-			// A client that restarted under the same id (a stable
-			// instance name) may still be listed on its old, not yet
-			// expired connection too: one id is one member, or the
-			// allocation would leave the duplicate's queues to nobody.
-			ids = slices.Compact(ids)
-			if slices.Contains(ids, pc.c.clientID) {
-				return ids, nil
-			}
-			last = fmt.Errorf("mqclient: %s not in the member list of %s", pc.c.clientID, pc.group)
-		} else {
-			last = fmt.Errorf("mqclient: consumer list of %s: %w", pc.group, resp.Err())
-		}
-		pc.c.sendHeartbeats(ctx)
-	}
-	return nil, last
-}
-
-// updateQueues makes topic's assigned queues equal mine: it drops the
-// others (in the background: a dropped queue finishes its running
-// handlers, commits and unlocks) and adds the new ones. A queue still
-// being dropped is added by a later rebalance, so the two never overlap.
-func (pc *PushConsumer) updateQueues(ctx context.Context, topic string, mine []Queue) {
-	want := map[Queue]bool{}
-	for _, q := range mine {
-		want[q] = true
-	}
-	var add []Queue
-	pc.mu.Lock()
-	for q, pq := range pc.queues {
-		if q.Topic == topic && !want[q] && !pq.isDropped() {
-			pq.drop()
-			go pc.finishDrop(pq)
-		}
-	}
-	for _, q := range mine {
-		if _, ok := pc.queues[q]; !ok {
-			add = append(add, q)
-		}
-	}
-	pc.mu.Unlock()
-	retry := false
-	for _, q := range add {
-		if err := pc.addQueue(ctx, q); err != nil {
-			pc.s.logger.Debug("mqclient: add queue", "queue", q, "err", err)
-			retry = true
-		}
-	}
-	if retry {
-		go func() {
-			select {
-			case <-time.After(time.Second):
-				pc.requestRebalance()
-			case <-pc.stop:
-			}
-		}()
-	}
-}
-
-// finishDrop waits for a dropped queue's handlers, commits its offset,
-// unlocks it (ordered) and forgets it.
-func (pc *PushConsumer) finishDrop(pq *processQueue) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	idle := pq.waitIdle(ctx)
-	pc.commitFinal(ctx, pq)
-	pc.lockMu.Lock()
-	if pc.s.ordered && idle {
-		pc.unlock(ctx, []Queue{pq.q})
-	}
-	pc.mu.Lock()
-	if pc.queues[pq.q] == pq {
-		delete(pc.queues, pq.q)
-	}
-	pc.mu.Unlock()
-	pc.lockMu.Unlock()
-	if pc.state.Load() == stateRunning {
-		pc.requestRebalance()
-	}
-}
-
-func (pc *PushConsumer) addQueue(ctx context.Context, q Queue) error {
-	pc.mu.Lock()
-	sub := pc.subs[q.Topic]
-	pc.mu.Unlock()
-	if sub == nil {
-		return nil
-	}
-	pq := newProcessQueue(q, sub)
-	if pc.s.ordered {
-		ok, err := pc.lock(ctx, []Queue{q})
-		if err != nil {
-			pc.noteLock(q, lockFailed, err)
-			return err
-		}
-		if !ok[q] {
-			pc.noteLock(q, lockRefused, nil)
-			return fmt.Errorf("mqclient: queue %s is locked by another consumer", q)
-		}
-		pc.noteLock(q, "", nil)
-		pq.setLocked(true)
-	}
-	off, err := pc.startOffset(ctx, q)
-	if err != nil {
-		if pc.s.ordered {
-			pc.unlock(ctx, []Queue{q})
-		}
-		return err
-	}
-	pq.init(off)
-	pc.mu.Lock()
-	if pc.state.Load() != stateRunning {
-		pc.mu.Unlock()
-		return ErrClosed
-	}
-	pc.queues[q] = pq
-	pc.pulls.Add(1)
-	pc.mu.Unlock()
-	go pc.pullLoop(pq)
-	return nil
-}
-
-// startOffset is the stored offset of q, or the ConsumeFrom position.
-func (pc *PushConsumer) startOffset(ctx context.Context, q Queue) (int64, error) {
-	off, err := pc.offsets.read(ctx, q)
-	if err != nil || off >= 0 {
-		return off, err
-	}
-	if strings.HasPrefix(q.Topic, RetryTopicPrefix) {
-		return 0, nil
-	}
-	switch pc.s.from {
-	case ConsumeFromFirst:
-		return pc.queueOffset(ctx, q, protocol.GetMinOffset, 0)
-	case ConsumeFromTimestamp:
-		return pc.queueOffset(ctx, q, protocol.SearchOffsetByTimestamp, pc.s.fromTimestamp.UnixMilli())
-	}
-	return pc.queueOffset(ctx, q, protocol.GetMaxOffset, 0)
-}
-
-func (pc *PushConsumer) queueOffset(ctx context.Context, q Queue, code int16, ts int64) (int64, error) {
-	addr, err := pc.c.masterAddr(ctx, q.BrokerName, q.Topic)
-	if err != nil {
-		return 0, err
-	}
-	var ext map[string]string
-	if code == protocol.SearchOffsetByTimestamp {
-		h := protocol.SearchOffsetRequestHeader{Topic: q.Topic, QueueID: q.QueueID, Timestamp: ts}
-		ext = h.Encode()
-	} else {
-		h := protocol.QueueRequestHeader{Topic: q.Topic, QueueID: q.QueueID}
-		ext = h.Encode()
-	}
-	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(code, ext, nil), pc.s.requestTimeout)
-	if err != nil {
-		return 0, err
-	}
-	var oh protocol.OffsetResponseHeader
-	if err := oh.Decode(resp.ExtFields); err != nil {
-		return 0, fmt.Errorf("mqclient: offset of %s: %w (%w)", q, err, resp.Err())
-	}
-	return oh.Offset, nil
-}
-
-func (pc *PushConsumer) commitLoop() {
-	defer pc.loops.Done()
-	t := time.NewTicker(pc.s.commitInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-pc.stop:
-			return
-		case <-t.C:
-			ctx, cancel := pc.ctx()
-			pc.commitAll(ctx)
-			cancel()
-		}
-	}
-}
-
-func (pc *PushConsumer) commitAll(ctx context.Context) {
-	pc.mu.Lock()
-	pqs := make([]*processQueue, 0, len(pc.queues))
-	for _, pq := range pc.queues {
-		pqs = append(pqs, pq)
-	}
-	pc.mu.Unlock()
-	for _, pq := range pqs {
-		pc.commitQueue(ctx, pq)
-	}
-	pc.offsets.flush()
-}
-
-// commitQueue stores pq's offset if it moved since the last commit. It is
-// a no-op once the queue's final commit was made (commitFinal).
-func (pc *PushConsumer) commitQueue(ctx context.Context, pq *processQueue) error {
-	pq.commitMu.Lock()
-	defer pq.commitMu.Unlock()
-	return pc.commitLocked(ctx, pq)
-}
-
-func (pc *PushConsumer) commitLocked(ctx context.Context, pq *processQueue) error {
-	if pq.released {
-		return nil
-	}
-	if pc.s.ordered && !pq.lockValid() {
-		// Not the queue's owner now (lock lost, or regained and not yet
-		// reset to the committed offset): another member may have moved
-		// the offset past this member's position, which a write would
-		// undo. What finished since the last commit is redelivered.
-		return nil
-	}
-	off, changed := pq.commitOffset()
-	if !changed {
-		return nil
-	}
-	if err := pc.offsets.write(ctx, pq.q, off); err != nil {
-		pc.s.logger.Warn("mqclient: commit offset", "queue", pq.q, "offset", off, "err", err)
-		return err
-	}
-	pq.committed(off)
-	return nil
-}
-
-// commitFinal makes the last commit of a dropped queue before it is
-// released to another member: it retries a failed write a few times
-// (the next owner starts from this offset; a lost commit redelivers what
-// was finished since the previous one), then stops every later commit of
-// pq.
-func (pc *PushConsumer) commitFinal(ctx context.Context, pq *processQueue) {
-	pq.commitMu.Lock()
-	defer pq.commitMu.Unlock()
-	for attempt := 0; attempt < 3 && ctx.Err() == nil; attempt++ {
-		if pc.commitLocked(ctx, pq) == nil {
-			break
-		}
-		select {
-		case <-time.After(pc.s.pullBackoff):
-		case <-ctx.Done():
-		}
-	}
-	pq.released = true
 }
 
 // Shutdown stops pulling, waits for running handlers to return (until ctx
@@ -628,7 +308,7 @@ func (pc *PushConsumer) Shutdown(ctx context.Context) error {
 			err = fmt.Errorf("mqclient: shutdown: handlers still running: %w", ctx.Err())
 		}
 	}
-	pc.cancelHandler()
+	pc.d.cancel()
 	cctx, cancel := context.WithTimeout(context.Background(), pc.s.requestTimeout)
 	defer cancel()
 	if ctx.Err() == nil {
@@ -653,7 +333,7 @@ func (pc *PushConsumer) Shutdown(ctx context.Context) error {
 	pc.c.reg.removeConsumer(pc)
 	pc.c.unregister(cctx, "", pc.group)
 	pc.c.release()
-	pc.pulls.Wait()
+	pc.pull.wg.Wait()
 	return err
 }
 

@@ -335,7 +335,7 @@ func TestConsumerIDsOneMemberPerID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := pc.consumerIDs(ctx, r)
+	ids, err := pc.rb.consumerIDs(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}

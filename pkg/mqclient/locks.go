@@ -213,7 +213,7 @@ func (pc *PushConsumer) resync(pq *processQueue, gen uint64) {
 			return
 		}
 		rctx, rcancel := context.WithTimeout(ctx, pc.s.requestTimeout)
-		off, err := pc.startOffset(rctx, pq.q)
+		off, err := pc.rb.startOffset(rctx, pq.q)
 		rcancel()
 		if err == nil {
 			if pq.resume(gen, off) {

@@ -154,11 +154,11 @@ func (c *Client) handleConsumerIDsChanged(_ context.Context, _ *remoting.Conn, r
 	pc := c.reg.consumers[h.ConsumerGroup]
 	c.reg.mu.Unlock()
 	if pc != nil {
-		pc.requestRebalance()
+		pc.rb.request()
 		return nil
 	}
 	for _, pc := range c.reg.pushConsumers() {
-		pc.requestRebalance()
+		pc.rb.request()
 	}
 	return nil
 }
