@@ -71,8 +71,12 @@ bench: ## run the Go benchmarks of the codec, transport and store
 bench-compare: ## compare Tide (with pkg/mqclient and with the official client) with NATS JetStream and Redis Streams on loopback, write docs/benchmarks/ (QUICK=1: ~4.5 min; full ~16 min; not CI)
 	@scripts/bench-compare.sh $(if $(QUICK),--quick)
 
+.PHONY: generate-headers
+generate-headers: ## regenerate pkg/remoting/protocol/headers_gen.go (the header codecs) from the rmq struct tags (internal/headergen)
+	@echo "headergen pkg/remoting/protocol"; cd pkg/remoting && $(GO) generate ./protocol/
+
 .PHONY: generate
-generate: ## regenerate protobuf/gRPC code (protoc), wire_gen.go files and recorded client frames (FRAMES=0 skips frames)
+generate: generate-headers ## regenerate the header codecs, protobuf/gRPC code (protoc), wire_gen.go files and recorded client frames (FRAMES=0 skips frames)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 1; }
 	@gengo=$$($(GO) tool -n protoc-gen-go) && gengrpc=$$($(GO) tool -n protoc-gen-go-grpc) || exit 1; \
 	for root in api $$(ls -d services/*/ 2>/dev/null); do \
@@ -89,9 +93,9 @@ generate: ## regenerate protobuf/gRPC code (protoc), wire_gen.go files and recor
 	@if [ "$(FRAMES)" != 0 ]; then cd tools/framerecord && $(GO) run . -out ../../pkg/remoting/protocol/testdata/client-v2.1.2; fi
 
 .PHONY: generate-check
-generate-check: ## fail if make generate would change committed protobuf, gRPC or wire code
+generate-check: ## fail if make generate would change committed header codecs, protobuf, gRPC or wire code
 	@$(MAKE) --no-print-directory generate FRAMES=0
-	@out=$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*wire_gen.go'); \
+	@out=$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*wire_gen.go' pkg/remoting/protocol/headers_gen.go); \
 	if [ -n "$$out" ]; then echo "generated code is stale (run make generate and commit):"; echo "$$out"; exit 1; fi
 
 .PHONY: images

@@ -6,14 +6,6 @@ package protocol
 // NoBrokerID is left out when encoding, and an absent one decodes as
 // NoBrokerID. Other optional numbers follow Header's rules (absent = 0).
 
-// i64Or is i64 for an optional field whose absence means def.
-func (r *extReader) i64Or(name string, def int64) int64 {
-	if r.ext[name] == "" {
-		return def
-	}
-	return r.i64(name, false)
-}
-
 // putID sets m[k] unless id is NoBrokerID.
 func putID(m map[string]string, k string, id int64) {
 	if id != NoBrokerID {
@@ -31,86 +23,50 @@ func putStr(m map[string]string, k, v string) {
 // AlterSyncStateSetRequestHeader is the header of
 // CONTROLLER_ALTER_SYNC_STATE_SET (1001); the body is a SyncStateSet with
 // the new set and the SyncStateSet epoch it was computed from.
+//
+//rmq:codec
 type AlterSyncStateSetRequestHeader struct {
-	BrokerName     string
-	MasterBrokerID int64
-	MasterEpoch    int32
-	InvokeTime     int64
-}
-
-// Encode returns the ext fields.
-func (h *AlterSyncStateSetRequestHeader) Encode() map[string]string {
-	return map[string]string{"brokerName": h.BrokerName, "masterBrokerId": itoa64(h.MasterBrokerID),
-		"masterEpoch": itoa32(h.MasterEpoch), "invokeTime": itoa64(h.InvokeTime)}
-}
-
-// Decode reads the ext fields; brokerName, masterBrokerId and masterEpoch
-// are required.
-func (h *AlterSyncStateSetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.BrokerName = r.str("brokerName", true)
-	h.MasterBrokerID = r.i64("masterBrokerId", true)
-	h.MasterEpoch = r.i32("masterEpoch", true)
-	h.InvokeTime = r.i64("invokeTime", false)
-	return r.err
+	BrokerName     string `rmq:"brokerName,required"`
+	MasterBrokerID int64  `rmq:"masterBrokerId,required"`
+	MasterEpoch    int32  `rmq:"masterEpoch,required"`
+	InvokeTime     int64  `rmq:"invokeTime"`
 }
 
 // AlterSyncStateSetResponseHeader answers CONTROLLER_ALTER_SYNC_STATE_SET.
+//
+//rmq:codec
 type AlterSyncStateSetResponseHeader struct {
-	NewSyncStateSetEpoch int32
-}
-
-// Encode returns the ext fields.
-func (h *AlterSyncStateSetResponseHeader) Encode() map[string]string {
-	return map[string]string{"newSyncStateSetEpoch": itoa32(h.NewSyncStateSetEpoch)}
-}
-
-// Decode reads the ext fields.
-func (h *AlterSyncStateSetResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.NewSyncStateSetEpoch = r.i32("newSyncStateSetEpoch", false)
-	return r.err
+	NewSyncStateSetEpoch int32 `rmq:"newSyncStateSetEpoch"`
 }
 
 // ElectMasterRequestHeader is the header of CONTROLLER_ELECT_MASTER (1002).
 // BrokerID is the broker that asks (broker trigger: it becomes master on a
 // group's first election) or the one an operator prefers (DesignateElect);
 // NoBrokerID lets the controller choose.
+//
+//rmq:codec
 type ElectMasterRequestHeader struct {
-	ClusterName    string
-	BrokerName     string
-	BrokerID       int64
-	DesignateElect bool
-	InvokeTime     int64
-}
-
-// Encode returns the ext fields.
-func (h *ElectMasterRequestHeader) Encode() map[string]string {
-	return map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName,
-		"brokerId": itoa64(h.BrokerID), "designateElect": btoa(h.DesignateElect),
-		"invokeTime": itoa64(h.InvokeTime)}
-}
-
-// Decode reads the ext fields; brokerName is required, brokerId defaults
-// to NoBrokerID and clusterName to "".
-func (h *ElectMasterRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", false)
-	h.BrokerName = r.str("brokerName", true)
-	h.BrokerID = r.i64Or("brokerId", NoBrokerID)
-	h.DesignateElect = r.bool("designateElect", false)
-	h.InvokeTime = r.i64("invokeTime", false)
-	return r.err
+	ClusterName    string `rmq:"clusterName"`
+	BrokerName     string `rmq:"brokerName,required"`
+	BrokerID       int64  `rmq:"brokerId,default=NoBrokerID"`
+	DesignateElect bool   `rmq:"designateElect"`
+	InvokeTime     int64  `rmq:"invokeTime"`
 }
 
 // MasterInfo is the master part shared by several controller response
 // headers. MasterBrokerID is NoBrokerID when the group has no master.
 type MasterInfo struct {
-	MasterBrokerID    int64
-	MasterAddress     string
-	MasterEpoch       int32
-	SyncStateSetEpoch int32
+	MasterBrokerID    int64  `rmq:"masterBrokerId,nullid"`
+	MasterAddress     string `rmq:"masterAddress,omitempty"`
+	MasterEpoch       int32  `rmq:"masterEpoch"`
+	SyncStateSetEpoch int32  `rmq:"syncStateSetEpoch"`
 }
+
+// encodeInto and decodeFrom serve the two headers whose MasterInfo rules
+// the generator cannot state: GetReplicaInfoResponseHeader decodes
+// syncStateSetEpoch but does not send it, and
+// RegisterBrokerToControllerResponseHeader sends the master fields only
+// when there is a master.
 
 func (h *MasterInfo) encodeInto(m map[string]string, withSSE bool) {
 	putID(m, "masterBrokerId", h.MasterBrokerID)
@@ -130,43 +86,22 @@ func (h *MasterInfo) decodeFrom(r *extReader) {
 
 // ElectMasterResponseHeader answers CONTROLLER_ELECT_MASTER; the body is
 // an ElectMasterResponseBody.
+//
+//rmq:codec
 type ElectMasterResponseHeader struct{ MasterInfo }
-
-// Encode returns the ext fields.
-func (h *ElectMasterResponseHeader) Encode() map[string]string {
-	m := map[string]string{}
-	h.encodeInto(m, true)
-	return m
-}
-
-// Decode reads the ext fields (all optional).
-func (h *ElectMasterResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.decodeFrom(&r)
-	return r.err
-}
 
 // GetReplicaInfoRequestHeader is the header of CONTROLLER_GET_REPLICA_INFO
 // (1004).
+//
+//rmq:codec
 type GetReplicaInfoRequestHeader struct {
-	BrokerName string
-}
-
-// Encode returns the ext fields.
-func (h *GetReplicaInfoRequestHeader) Encode() map[string]string {
-	return map[string]string{"brokerName": h.BrokerName}
-}
-
-// Decode reads the ext fields; brokerName is required.
-func (h *GetReplicaInfoRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.BrokerName = r.str("brokerName", true)
-	return r.err
+	BrokerName string `rmq:"brokerName,required"`
 }
 
 // GetReplicaInfoResponseHeader answers CONTROLLER_GET_REPLICA_INFO; the
 // body is the group's SyncStateSet. SyncStateSetEpoch is not part of the
-// Java header and is not sent.
+// Java header and is not sent. Its codec is hand-written: a field decoded
+// but never encoded is no rmq tag rule.
 type GetReplicaInfoResponseHeader struct{ MasterInfo }
 
 // Encode returns the ext fields.
@@ -187,155 +122,73 @@ func (h *GetReplicaInfoResponseHeader) Decode(ext map[string]string) error {
 // the controller group, its leader and whether the answering node is it.
 // Peers is the comma-separated list of the controller nodes' remoting
 // addresses. A node that knows no leader leaves the leader fields empty.
+//
+//rmq:codec
 type GetMetaDataResponseHeader struct {
-	Group                   string
-	ControllerLeaderID      string
-	ControllerLeaderAddress string
-	IsLeader                bool
-	Peers                   string
-}
-
-// Encode returns the ext fields.
-func (h *GetMetaDataResponseHeader) Encode() map[string]string {
-	m := map[string]string{"isLeader": btoa(h.IsLeader)}
-	putStr(m, "group", h.Group)
-	putStr(m, "controllerLeaderId", h.ControllerLeaderID)
-	putStr(m, "controllerLeaderAddress", h.ControllerLeaderAddress)
-	putStr(m, "peers", h.Peers)
-	return m
-}
-
-// Decode reads the ext fields (all optional).
-func (h *GetMetaDataResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.Group = r.str("group", false)
-	h.ControllerLeaderID = r.str("controllerLeaderId", false)
-	h.ControllerLeaderAddress = r.str("controllerLeaderAddress", false)
-	h.IsLeader = r.bool("isLeader", false)
-	h.Peers = r.str("peers", false)
-	return r.err
+	Group                   string `rmq:"group,omitempty"`
+	ControllerLeaderID      string `rmq:"controllerLeaderId,omitempty"`
+	ControllerLeaderAddress string `rmq:"controllerLeaderAddress,omitempty"`
+	IsLeader                bool   `rmq:"isLeader"`
+	Peers                   string `rmq:"peers,omitempty"`
 }
 
 // GetNextBrokerIDRequestHeader is the header of
 // CONTROLLER_GET_NEXT_BROKER_ID (1012).
+//
+//rmq:codec
 type GetNextBrokerIDRequestHeader struct {
-	ClusterName string
-	BrokerName  string
-}
-
-// Encode returns the ext fields.
-func (h *GetNextBrokerIDRequestHeader) Encode() map[string]string {
-	return map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName}
-}
-
-// Decode reads the ext fields; brokerName is required.
-func (h *GetNextBrokerIDRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", false)
-	h.BrokerName = r.str("brokerName", true)
-	return r.err
+	ClusterName string `rmq:"clusterName"`
+	BrokerName  string `rmq:"brokerName,required"`
 }
 
 // GetNextBrokerIDResponseHeader answers CONTROLLER_GET_NEXT_BROKER_ID.
+//
+//rmq:codec
 type GetNextBrokerIDResponseHeader struct {
-	ClusterName  string
-	BrokerName   string
-	NextBrokerID int64
-}
-
-// Encode returns the ext fields.
-func (h *GetNextBrokerIDResponseHeader) Encode() map[string]string {
-	m := map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName}
-	putID(m, "nextBrokerId", h.NextBrokerID)
-	return m
-}
-
-// Decode reads the ext fields.
-func (h *GetNextBrokerIDResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", false)
-	h.BrokerName = r.str("brokerName", false)
-	h.NextBrokerID = r.i64Or("nextBrokerId", NoBrokerID)
-	return r.err
+	ClusterName  string `rmq:"clusterName"`
+	BrokerName   string `rmq:"brokerName"`
+	NextBrokerID int64  `rmq:"nextBrokerId,nullid"`
 }
 
 // ApplyBrokerIDRequestHeader is the header of CONTROLLER_APPLY_BROKER_ID
 // (1013). RegisterCheckCode is "brokerAddress;timestamp": the address part
 // becomes the broker's address, the whole code proves that a later apply
 // for the same id comes from the same broker.
+//
+//rmq:codec
 type ApplyBrokerIDRequestHeader struct {
-	ClusterName       string
-	BrokerName        string
-	AppliedBrokerID   int64
-	RegisterCheckCode string
-}
-
-// Encode returns the ext fields.
-func (h *ApplyBrokerIDRequestHeader) Encode() map[string]string {
-	return map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName,
-		"appliedBrokerId": itoa64(h.AppliedBrokerID), "registerCheckCode": h.RegisterCheckCode}
-}
-
-// Decode reads the ext fields; all are required.
-func (h *ApplyBrokerIDRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", true)
-	h.BrokerName = r.str("brokerName", true)
-	h.AppliedBrokerID = r.i64("appliedBrokerId", true)
-	h.RegisterCheckCode = r.str("registerCheckCode", true)
-	return r.err
+	ClusterName       string `rmq:"clusterName,required"`
+	BrokerName        string `rmq:"brokerName,required"`
+	AppliedBrokerID   int64  `rmq:"appliedBrokerId,required"`
+	RegisterCheckCode string `rmq:"registerCheckCode,required"`
 }
 
 // ApplyBrokerIDResponseHeader answers CONTROLLER_APPLY_BROKER_ID.
+//
+//rmq:codec
 type ApplyBrokerIDResponseHeader struct {
-	ClusterName string
-	BrokerName  string
-}
-
-// Encode returns the ext fields.
-func (h *ApplyBrokerIDResponseHeader) Encode() map[string]string {
-	return map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName}
-}
-
-// Decode reads the ext fields.
-func (h *ApplyBrokerIDResponseHeader) Decode(ext map[string]string) error {
-	h.ClusterName = ext["clusterName"]
-	h.BrokerName = ext["brokerName"]
-	return nil
+	ClusterName string `rmq:"clusterName"`
+	BrokerName  string `rmq:"brokerName"`
 }
 
 // RegisterBrokerToControllerRequestHeader is the header of
 // CONTROLLER_REGISTER_BROKER (1003): a broker that holds an applied id
 // reports its (possibly new) address and learns the group's master.
+//
+//rmq:codec
 type RegisterBrokerToControllerRequestHeader struct {
-	ClusterName   string
-	BrokerName    string
-	BrokerID      int64
-	BrokerAddress string
-	InvokeTime    int64
-}
-
-// Encode returns the ext fields.
-func (h *RegisterBrokerToControllerRequestHeader) Encode() map[string]string {
-	return map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName,
-		"brokerId": itoa64(h.BrokerID), "brokerAddress": h.BrokerAddress, "invokeTime": itoa64(h.InvokeTime)}
-}
-
-// Decode reads the ext fields; brokerName, brokerId and brokerAddress are
-// required.
-func (h *RegisterBrokerToControllerRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", false)
-	h.BrokerName = r.str("brokerName", true)
-	h.BrokerID = r.i64("brokerId", true)
-	h.BrokerAddress = r.str("brokerAddress", true)
-	h.InvokeTime = r.i64("invokeTime", false)
-	return r.err
+	ClusterName   string `rmq:"clusterName"`
+	BrokerName    string `rmq:"brokerName,required"`
+	BrokerID      int64  `rmq:"brokerId,required"`
+	BrokerAddress string `rmq:"brokerAddress,required"`
+	InvokeTime    int64  `rmq:"invokeTime"`
 }
 
 // RegisterBrokerToControllerResponseHeader answers
 // CONTROLLER_REGISTER_BROKER; the master fields are set only when the
-// group has an alive master. The body is the group's SyncStateSet.
+// group has an alive master. The body is the group's SyncStateSet. Its
+// codec is hand-written: whether the master fields are written depends on
+// MasterBrokerID, a condition across fields that no rmq tag states.
 type RegisterBrokerToControllerResponseHeader struct {
 	ClusterName string
 	BrokerName  string
@@ -367,62 +220,24 @@ func (h *RegisterBrokerToControllerResponseHeader) Decode(ext map[string]string)
 // MaxOffset and ConfirmOffset rank the candidates of an election;
 // HeartbeatTimeoutMillis (Java's heartbeatTimeoutMills) overrides the
 // controller's timeout for this broker when positive.
+//
+//rmq:codec
 type BrokerHeartbeatRequestHeader struct {
-	ClusterName            string
-	BrokerAddr             string
-	BrokerName             string
-	BrokerID               int64
-	Epoch                  int32
-	MaxOffset              int64
-	ConfirmOffset          int64
-	HeartbeatTimeoutMillis int64
-	ElectionPriority       int32
-}
-
-// Encode returns the ext fields.
-func (h *BrokerHeartbeatRequestHeader) Encode() map[string]string {
-	m := map[string]string{"clusterName": h.ClusterName, "brokerAddr": h.BrokerAddr, "brokerName": h.BrokerName,
-		"epoch": itoa32(h.Epoch), "maxOffset": itoa64(h.MaxOffset), "confirmOffset": itoa64(h.ConfirmOffset),
-		"electionPriority": itoa32(h.ElectionPriority)}
-	putID(m, "brokerId", h.BrokerID)
-	if h.HeartbeatTimeoutMillis > 0 {
-		m["heartbeatTimeoutMills"] = itoa64(h.HeartbeatTimeoutMillis)
-	}
-	return m
-}
-
-// Decode reads the ext fields; clusterName, brokerAddr and brokerName are
-// required (@CFNotNull), brokerId defaults to NoBrokerID.
-func (h *BrokerHeartbeatRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ClusterName = r.str("clusterName", true)
-	h.BrokerAddr = r.str("brokerAddr", true)
-	h.BrokerName = r.str("brokerName", true)
-	h.BrokerID = r.i64Or("brokerId", NoBrokerID)
-	h.Epoch = r.i32("epoch", false)
-	h.MaxOffset = r.i64("maxOffset", false)
-	h.ConfirmOffset = r.i64("confirmOffset", false)
-	h.HeartbeatTimeoutMillis = r.i64("heartbeatTimeoutMills", false)
-	h.ElectionPriority = r.i32("electionPriority", false)
-	return r.err
+	ClusterName            string `rmq:"clusterName,required"`
+	BrokerAddr             string `rmq:"brokerAddr,required"`
+	BrokerName             string `rmq:"brokerName,required"`
+	BrokerID               int64  `rmq:"brokerId,nullid"`
+	Epoch                  int32  `rmq:"epoch"`
+	MaxOffset              int64  `rmq:"maxOffset"`
+	ConfirmOffset          int64  `rmq:"confirmOffset"`
+	HeartbeatTimeoutMillis int64  `rmq:"heartbeatTimeoutMills,positive"`
+	ElectionPriority       int32  `rmq:"electionPriority"`
 }
 
 // NotifyBrokerRoleChangedRequestHeader is the header of
 // NOTIFY_BROKER_ROLE_CHANGED (1008), which the controller leader sends to
 // every broker of a group after an election; the body is the group's
 // SyncStateSet.
+//
+//rmq:codec
 type NotifyBrokerRoleChangedRequestHeader struct{ MasterInfo }
-
-// Encode returns the ext fields.
-func (h *NotifyBrokerRoleChangedRequestHeader) Encode() map[string]string {
-	m := map[string]string{}
-	h.encodeInto(m, true)
-	return m
-}
-
-// Decode reads the ext fields (all optional).
-func (h *NotifyBrokerRoleChangedRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.decodeFrom(&r)
-	return r.err
-}

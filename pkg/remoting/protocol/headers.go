@@ -1,5 +1,7 @@
 package protocol
 
+//go:generate go run ./internal/headergen -out headers_gen.go
+
 import (
 	"fmt"
 	"strconv"
@@ -18,6 +20,14 @@ import (
 // ignored. Errors name the field and wrap the sentinel with %w.
 //
 // Headers are plain values with no internal locking.
+//
+// The Encode and Decode methods of most headers are generated into
+// headers_gen.go from the struct declarations: a type marked with the
+// directive //rmq:codec, its fields tagged `rmq:"<wire name>,<options>"`
+// (required, omitempty, positive, nullneg, nullid, default=, short=; see
+// internal/headergen). Edit the tags, then run go generate (or make
+// generate); never edit headers_gen.go. A header whose rules no tag can
+// state keeps hand-written methods with a comment why.
 type Header interface {
 	Encode() map[string]string
 	Decode(ext map[string]string) error
@@ -79,6 +89,14 @@ func (r *extReader) i32Unset(name string) int32 {
 		return -1
 	}
 	return r.i32(name, false)
+}
+
+// i64Or is i64 for an optional field whose absence means def.
+func (r *extReader) i64Or(name string, def int64) int64 {
+	if r.ext[name] == "" {
+		return def
+	}
+	return r.i64(name, false)
 }
 
 func (r *extReader) bool(name string, required bool) bool {

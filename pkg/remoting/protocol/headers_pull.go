@@ -59,84 +59,30 @@ const (
 
 // PullMessageRequestHeader is the PULL_MESSAGE request. Required: every
 // field except subscription and expressionType.
+//
+//rmq:codec
 type PullMessageRequestHeader struct {
-	ConsumerGroup        string
-	Topic                string
-	QueueID              int32
-	QueueOffset          int64
-	MaxMsgNums           int32
-	SysFlag              PullSysFlag
-	CommitOffset         int64
-	SuspendTimeoutMillis int64
-	Subscription         string
-	SubVersion           int64
-	ExpressionType       string
-}
-
-// Encode implements Header.
-func (h *PullMessageRequestHeader) Encode() map[string]string {
-	return map[string]string{
-		"consumerGroup":        h.ConsumerGroup,
-		"topic":                h.Topic,
-		"queueId":              itoa32(h.QueueID),
-		"queueOffset":          itoa64(h.QueueOffset),
-		"maxMsgNums":           itoa32(h.MaxMsgNums),
-		"sysFlag":              itoa32(int32(h.SysFlag)),
-		"commitOffset":         itoa64(h.CommitOffset),
-		"suspendTimeoutMillis": itoa64(h.SuspendTimeoutMillis),
-		"subscription":         h.Subscription,
-		"subVersion":           itoa64(h.SubVersion),
-		"expressionType":       h.ExpressionType,
-	}
-}
-
-// Decode implements Header.
-func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = PullMessageRequestHeader{
-		ConsumerGroup:        r.str("consumerGroup", true),
-		Topic:                r.str("topic", true),
-		QueueID:              r.i32("queueId", true),
-		QueueOffset:          r.i64("queueOffset", true),
-		MaxMsgNums:           r.i32("maxMsgNums", true),
-		SysFlag:              PullSysFlag(r.i32("sysFlag", true)),
-		CommitOffset:         r.i64("commitOffset", true),
-		SuspendTimeoutMillis: r.i64("suspendTimeoutMillis", true),
-		Subscription:         r.str("subscription", false),
-		SubVersion:           r.i64("subVersion", true),
-		ExpressionType:       r.str("expressionType", false),
-	}
-	return r.err
+	ConsumerGroup        string      `rmq:"consumerGroup,required"`
+	Topic                string      `rmq:"topic,required"`
+	QueueID              int32       `rmq:"queueId,required"`
+	QueueOffset          int64       `rmq:"queueOffset,required"`
+	MaxMsgNums           int32       `rmq:"maxMsgNums,required"`
+	SysFlag              PullSysFlag `rmq:"sysFlag,required"`
+	CommitOffset         int64       `rmq:"commitOffset,required"`
+	SuspendTimeoutMillis int64       `rmq:"suspendTimeoutMillis,required"`
+	Subscription         string      `rmq:"subscription"`
+	SubVersion           int64       `rmq:"subVersion,required"`
+	ExpressionType       string      `rmq:"expressionType"`
 }
 
 // PullMessageResponseHeader is the response of PULL_MESSAGE for codes 0,
 // 19, 20 and 21. All fields are required: a client that misses
 // nextBeginOffset jumps back to offset 0.
+//
+//rmq:codec
 type PullMessageResponseHeader struct {
-	SuggestWhichBrokerID int64
-	NextBeginOffset      int64
-	MinOffset            int64
-	MaxOffset            int64
-}
-
-// Encode implements Header.
-func (h *PullMessageResponseHeader) Encode() map[string]string {
-	return map[string]string{
-		"suggestWhichBrokerId": itoa64(h.SuggestWhichBrokerID),
-		"nextBeginOffset":      itoa64(h.NextBeginOffset),
-		"minOffset":            itoa64(h.MinOffset),
-		"maxOffset":            itoa64(h.MaxOffset),
-	}
-}
-
-// Decode implements Header.
-func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = PullMessageResponseHeader{
-		SuggestWhichBrokerID: r.i64("suggestWhichBrokerId", true),
-		NextBeginOffset:      r.i64("nextBeginOffset", true),
-		MinOffset:            r.i64("minOffset", true),
-		MaxOffset:            r.i64("maxOffset", true),
-	}
-	return r.err
+	SuggestWhichBrokerID int64 `rmq:"suggestWhichBrokerId,required"`
+	NextBeginOffset      int64 `rmq:"nextBeginOffset,required"`
+	MinOffset            int64 `rmq:"minOffset,required"`
+	MaxOffset            int64 `rmq:"maxOffset,required"`
 }

@@ -12,71 +12,26 @@ const (
 // Java SendMessageRequestHeader). Required: producerGroup, topic,
 // defaultTopic, defaultTopicQueueNums, queueId, sysFlag, bornTimestamp,
 // flag.
+//
+//rmq:codec
 type SendMessageRequestHeader struct {
-	ProducerGroup         string
-	Topic                 string
-	DefaultTopic          string
-	DefaultTopicQueueNums int32
-	QueueID               int32 // negative: the broker picks a queue
-	SysFlag               int32 // message sysFlag (SysFlag* constants)
-	BornTimestamp         int64
-	Flag                  int32
-	Properties            string // encoded property string (EncodeProperties)
-	ReconsumeTimes        int32
-	UnitMode              bool
+	ProducerGroup         string `rmq:"producerGroup,required,short=a"`
+	Topic                 string `rmq:"topic,required,short=b"`
+	DefaultTopic          string `rmq:"defaultTopic,required,short=c"`
+	DefaultTopicQueueNums int32  `rmq:"defaultTopicQueueNums,required,short=d"`
+	QueueID               int32  `rmq:"queueId,required,short=e"` // negative: the broker picks a queue
+	SysFlag               int32  `rmq:"sysFlag,required,short=f"` // message sysFlag (SysFlag* constants)
+	BornTimestamp         int64  `rmq:"bornTimestamp,required,short=g"`
+	Flag                  int32  `rmq:"flag,required,short=h"`
+	Properties            string `rmq:"properties,short=i"` // encoded property string (EncodeProperties)
+	ReconsumeTimes        int32  `rmq:"reconsumeTimes,short=j"`
+	UnitMode              bool   `rmq:"unitMode,short=k"`
 	// MaxReconsumeTimes is -1 when the sender did not set it (Java null:
 	// use the group's retryMaxTimes); Encode omits negative values.
-	MaxReconsumeTimes int32
-	Batch             bool
+	MaxReconsumeTimes int32 `rmq:"maxReconsumeTimes,nullneg,short=l"`
+	Batch             bool  `rmq:"batch,short=m"`
 	// BrokerName is the RocketMQ 5 "bname" / V2 "n" field; omitted when empty.
-	BrokerName string
-}
-
-// Encode implements Header.
-func (h *SendMessageRequestHeader) Encode() map[string]string {
-	m := map[string]string{
-		"producerGroup":         h.ProducerGroup,
-		"topic":                 h.Topic,
-		"defaultTopic":          h.DefaultTopic,
-		"defaultTopicQueueNums": itoa32(h.DefaultTopicQueueNums),
-		"queueId":               itoa32(h.QueueID),
-		"sysFlag":               itoa32(h.SysFlag),
-		"bornTimestamp":         itoa64(h.BornTimestamp),
-		"flag":                  itoa32(h.Flag),
-		"properties":            h.Properties,
-		"reconsumeTimes":        itoa32(h.ReconsumeTimes),
-		"unitMode":              btoa(h.UnitMode),
-		"batch":                 btoa(h.Batch),
-	}
-	if h.MaxReconsumeTimes >= 0 {
-		m["maxReconsumeTimes"] = itoa32(h.MaxReconsumeTimes)
-	}
-	if h.BrokerName != "" {
-		m["bname"] = h.BrokerName
-	}
-	return m
-}
-
-// Decode implements Header.
-func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = SendMessageRequestHeader{
-		ProducerGroup:         r.str("producerGroup", true),
-		Topic:                 r.str("topic", true),
-		DefaultTopic:          r.str("defaultTopic", true),
-		DefaultTopicQueueNums: r.i32("defaultTopicQueueNums", true),
-		QueueID:               r.i32("queueId", true),
-		SysFlag:               r.i32("sysFlag", true),
-		BornTimestamp:         r.i64("bornTimestamp", true),
-		Flag:                  r.i32("flag", true),
-		Properties:            r.str("properties", false),
-		ReconsumeTimes:        r.i32("reconsumeTimes", false),
-		UnitMode:              r.bool("unitMode", false),
-		MaxReconsumeTimes:     r.i32Unset("maxReconsumeTimes"),
-		Batch:                 r.bool("batch", false),
-		BrokerName:            r.str("bname", false),
-	}
-	return r.err
+	BrokerName string `rmq:"bname,omitempty,short=n"`
 }
 
 // V2 converts the header to its short-name form.
@@ -94,59 +49,14 @@ func (h *SendMessageRequestHeader) V2() *SendMessageRequestHeaderV2 {
 //	e queueId        f sysFlag        g bornTimestamp h flag
 //	i properties     j reconsumeTimes k unitMode      l maxReconsumeTimes
 //	m batch          n brokerName
+//
+//rmq:codec short
 type SendMessageRequestHeaderV2 SendMessageRequestHeader
 
 // V1 converts the header to its long-name form.
 func (h *SendMessageRequestHeaderV2) V1() *SendMessageRequestHeader {
 	v := SendMessageRequestHeader(*h)
 	return &v
-}
-
-// Encode implements Header.
-func (h *SendMessageRequestHeaderV2) Encode() map[string]string {
-	m := map[string]string{
-		"a": h.ProducerGroup,
-		"b": h.Topic,
-		"c": h.DefaultTopic,
-		"d": itoa32(h.DefaultTopicQueueNums),
-		"e": itoa32(h.QueueID),
-		"f": itoa32(h.SysFlag),
-		"g": itoa64(h.BornTimestamp),
-		"h": itoa32(h.Flag),
-		"i": h.Properties,
-		"j": itoa32(h.ReconsumeTimes),
-		"k": btoa(h.UnitMode),
-		"m": btoa(h.Batch),
-	}
-	if h.MaxReconsumeTimes >= 0 {
-		m["l"] = itoa32(h.MaxReconsumeTimes)
-	}
-	if h.BrokerName != "" {
-		m["n"] = h.BrokerName
-	}
-	return m
-}
-
-// Decode implements Header. Required: a..h.
-func (h *SendMessageRequestHeaderV2) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = SendMessageRequestHeaderV2{
-		ProducerGroup:         r.str("a", true),
-		Topic:                 r.str("b", true),
-		DefaultTopic:          r.str("c", true),
-		DefaultTopicQueueNums: r.i32("d", true),
-		QueueID:               r.i32("e", true),
-		SysFlag:               r.i32("f", true),
-		BornTimestamp:         r.i64("g", true),
-		Flag:                  r.i32("h", true),
-		Properties:            r.str("i", false),
-		ReconsumeTimes:        r.i32("j", false),
-		UnitMode:              r.bool("k", false),
-		MaxReconsumeTimes:     r.i32Unset("l"),
-		Batch:                 r.bool("m", false),
-		BrokerName:            r.str("n", false),
-	}
-	return r.err
 }
 
 // DecodeSendHeader decodes the send header of a request by its code: the
@@ -180,42 +90,13 @@ const (
 // msgId, queueId, queueOffset. MsgID is the offset message id (a
 // comma-separated list for batches); rocketmq-client-go v2.1.2 parses it in
 // the transaction flow, so it must be the 32-hex IPv4 form there.
+//
+//rmq:codec
 type SendMessageResponseHeader struct {
-	MsgID         string
-	QueueID       int32
-	QueueOffset   int64
-	TransactionID string // omitted when empty (Java never fills it)
-	MsgRegion     string // MSG_REGION; omitted when empty
-	TraceOn       bool   // TRACE_ON, always written
-}
-
-// Encode implements Header.
-func (h *SendMessageResponseHeader) Encode() map[string]string {
-	m := map[string]string{
-		"msgId":       h.MsgID,
-		"queueId":     itoa32(h.QueueID),
-		"queueOffset": itoa64(h.QueueOffset),
-		ExtTraceOn:    btoa(h.TraceOn),
-	}
-	if h.TransactionID != "" {
-		m["transactionId"] = h.TransactionID
-	}
-	if h.MsgRegion != "" {
-		m[ExtMsgRegion] = h.MsgRegion
-	}
-	return m
-}
-
-// Decode implements Header.
-func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = SendMessageResponseHeader{
-		MsgID:         r.str("msgId", true),
-		QueueID:       r.i32("queueId", true),
-		QueueOffset:   r.i64("queueOffset", true),
-		TransactionID: r.str("transactionId", false),
-		MsgRegion:     r.str(ExtMsgRegion, false),
-		TraceOn:       r.bool(ExtTraceOn, false),
-	}
-	return r.err
+	MsgID         string `rmq:"msgId,required"`
+	QueueID       int32  `rmq:"queueId,required"`
+	QueueOffset   int64  `rmq:"queueOffset,required"`
+	TransactionID string `rmq:"transactionId,omitempty"` // Java never fills it
+	MsgRegion     string `rmq:"MSG_REGION,omitempty"`    // ExtMsgRegion
+	TraceOn       bool   `rmq:"TRACE_ON"`                // ExtTraceOn, always written
 }

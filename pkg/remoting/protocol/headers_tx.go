@@ -16,44 +16,20 @@ const (
 // producerGroup, tranStateTableOffset, commitLogOffset, commitOrRollback,
 // msgId. Decode also rejects a commitOrRollback other than 0, 8 or 12
 // (ErrBadField), as Java's checkFields does.
+//
+//rmq:codec
 type EndTransactionRequestHeader struct {
-	ProducerGroup        string
-	TranStateTableOffset int64 // queue offset of the half message
-	CommitLogOffset      int64 // commit log offset of the half message
-	CommitOrRollback     int32
-	FromTransactionCheck bool
-	MsgID                string
-	TransactionID        string // often empty
+	ProducerGroup        string `rmq:"producerGroup,required"`
+	TranStateTableOffset int64  `rmq:"tranStateTableOffset,required"` // queue offset of the half message
+	CommitLogOffset      int64  `rmq:"commitLogOffset,required"`      // commit log offset of the half message
+	CommitOrRollback     int32  `rmq:"commitOrRollback,required"`
+	FromTransactionCheck bool   `rmq:"fromTransactionCheck"`
+	MsgID                string `rmq:"msgId,required"`
+	TransactionID        string `rmq:"transactionId"` // often empty
 }
 
-// Encode implements Header.
-func (h *EndTransactionRequestHeader) Encode() map[string]string {
-	return map[string]string{
-		"producerGroup":        h.ProducerGroup,
-		"tranStateTableOffset": itoa64(h.TranStateTableOffset),
-		"commitLogOffset":      itoa64(h.CommitLogOffset),
-		"commitOrRollback":     itoa32(h.CommitOrRollback),
-		"fromTransactionCheck": btoa(h.FromTransactionCheck),
-		"msgId":                h.MsgID,
-		"transactionId":        h.TransactionID,
-	}
-}
-
-// Decode implements Header.
-func (h *EndTransactionRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = EndTransactionRequestHeader{
-		ProducerGroup:        r.str("producerGroup", true),
-		TranStateTableOffset: r.i64("tranStateTableOffset", true),
-		CommitLogOffset:      r.i64("commitLogOffset", true),
-		CommitOrRollback:     r.i32("commitOrRollback", true),
-		FromTransactionCheck: r.bool("fromTransactionCheck", false),
-		MsgID:                r.str("msgId", true),
-		TransactionID:        r.str("transactionId", false),
-	}
-	if r.err != nil {
-		return r.err
-	}
+// validate is Java's checkFields, called by the generated Decode.
+func (h *EndTransactionRequestHeader) validate() error {
 	switch h.CommitOrRollback {
 	case TransactionUnknown, TransactionCommit, TransactionRollback:
 		return nil
@@ -65,34 +41,12 @@ func (h *EndTransactionRequestHeader) Decode(ext map[string]string) error {
 // broker to client. Required: tranStateTableOffset, commitLogOffset.
 // rocketmq-client-go v2.1.2 trusts only the two offsets (its decoder
 // mixes up the string fields).
+//
+//rmq:codec
 type CheckTransactionStateRequestHeader struct {
-	TranStateTableOffset int64
-	CommitLogOffset      int64
-	MsgID                string
-	TransactionID        string
-	OffsetMsgID          string
-}
-
-// Encode implements Header.
-func (h *CheckTransactionStateRequestHeader) Encode() map[string]string {
-	return map[string]string{
-		"tranStateTableOffset": itoa64(h.TranStateTableOffset),
-		"commitLogOffset":      itoa64(h.CommitLogOffset),
-		"msgId":                h.MsgID,
-		"transactionId":        h.TransactionID,
-		"offsetMsgId":          h.OffsetMsgID,
-	}
-}
-
-// Decode implements Header.
-func (h *CheckTransactionStateRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = CheckTransactionStateRequestHeader{
-		TranStateTableOffset: r.i64("tranStateTableOffset", true),
-		CommitLogOffset:      r.i64("commitLogOffset", true),
-		MsgID:                r.str("msgId", false),
-		TransactionID:        r.str("transactionId", false),
-		OffsetMsgID:          r.str("offsetMsgId", false),
-	}
-	return r.err
+	TranStateTableOffset int64  `rmq:"tranStateTableOffset,required"`
+	CommitLogOffset      int64  `rmq:"commitLogOffset,required"`
+	MsgID                string `rmq:"msgId"`
+	TransactionID        string `rmq:"transactionId"`
+	OffsetMsgID          string `rmq:"offsetMsgId"`
 }

@@ -110,49 +110,29 @@ func ParseProducerStamp(v string) (ProducerStamp, error) {
 // of that (group, instance) with an epoch above every epoch it gave that
 // id before, which fences the previous instance: its sends with the old
 // epoch are refused TideProducerFenced from then on.
+//
+//rmq:codec
 type InitProducerIDRequestHeader struct {
-	ProducerGroup string
-	InstanceName  string
-}
-
-// Encode implements Header.
-func (h *InitProducerIDRequestHeader) Encode() map[string]string {
-	m := map[string]string{"producerGroup": h.ProducerGroup}
-	if h.InstanceName != "" {
-		m["instanceName"] = h.InstanceName
-	}
-	return m
-}
-
-// Decode implements Header.
-func (h *InitProducerIDRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ProducerGroup = r.str("producerGroup", true)
-	h.InstanceName = r.str("instanceName", false)
-	return r.err
+	ProducerGroup string `rmq:"producerGroup,required"`
+	InstanceName  string `rmq:"instanceName,omitempty"`
 }
 
 // InitProducerIDResponseHeader is the header of a SUCCESS answer to
 // TideInitProducerID. Required: producerId, epoch.
+//
+//rmq:codec
 type InitProducerIDResponseHeader struct {
-	ProducerID int64
-	Epoch      int64
+	ProducerID int64 `rmq:"producerId,required"`
+	Epoch      int64 `rmq:"epoch,required"`
 }
 
-// Encode implements Header.
-func (h *InitProducerIDResponseHeader) Encode() map[string]string {
-	return map[string]string{"producerId": itoa64(h.ProducerID), "epoch": itoa64(h.Epoch)}
-}
-
-// Decode implements Header.
-func (h *InitProducerIDResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.ProducerID = r.i64("producerId", true)
-	h.Epoch = r.i64("epoch", true)
-	if r.err == nil && h.ProducerID <= 0 {
-		r.err = fmt.Errorf("%w: producerId=%d", ErrBadField, h.ProducerID)
+// validate rejects a producer id that is not positive (called by the
+// generated Decode).
+func (h *InitProducerIDResponseHeader) validate() error {
+	if h.ProducerID <= 0 {
+		return fmt.Errorf("%w: producerId=%d", ErrBadField, h.ProducerID)
 	}
-	return r.err
+	return nil
 }
 
 // MaxStampPropertyLen bounds the encoded stamp property

@@ -114,36 +114,15 @@ func DecodeHalfMessages(data []byte) ([]HalfMessage, error) {
 
 // HalfActionRequestHeader is the header of TideResumeHalfCheck and
 // TideForceEndTransaction. Required: tranStateTableOffset.
+//
+//rmq:codec
 type HalfActionRequestHeader struct {
-	TranStateTableOffset int64 // HalfMessage.QueueOffset
+	TranStateTableOffset int64 `rmq:"tranStateTableOffset,required"` // HalfMessage.QueueOffset
 	// CommitOrRollback is SysFlagTxCommit or SysFlagTxRollback for
 	// TideForceEndTransaction; 0 (omitted) for TideResumeHalfCheck.
-	CommitOrRollback int32
+	CommitOrRollback int32 `rmq:"commitOrRollback,omitempty"`
 	// Operator names who acts, for the broker's audit log; optional.
-	Operator string
-}
-
-// Encode implements Header.
-func (h *HalfActionRequestHeader) Encode() map[string]string {
-	m := map[string]string{"tranStateTableOffset": itoa64(h.TranStateTableOffset)}
-	if h.CommitOrRollback != 0 {
-		m["commitOrRollback"] = itoa32(h.CommitOrRollback)
-	}
-	if h.Operator != "" {
-		m["operator"] = h.Operator
-	}
-	return m
-}
-
-// Decode implements Header.
-func (h *HalfActionRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	*h = HalfActionRequestHeader{
-		TranStateTableOffset: r.i64("tranStateTableOffset", true),
-		CommitOrRollback:     r.i32("commitOrRollback", false),
-		Operator:             r.str("operator", false),
-	}
-	return r.err
+	Operator string `rmq:"operator,omitempty"`
 }
 
 // ---------------------------------------------------------------------------
@@ -151,29 +130,14 @@ func (h *HalfActionRequestHeader) Decode(ext map[string]string) error {
 
 // RecallTimerRequestHeader is the header of TideRecallTimer. Required:
 // handle.
+//
+//rmq:codec
 type RecallTimerRequestHeader struct {
-	Handle string // UNIQ_KEY of the timer message
+	Handle string `rmq:"handle,required"` // UNIQ_KEY of the timer message
 	// Topic is the timer's topic: the recall cancels only a timer of that
 	// topic, and under ACL needs PUB on it. Empty: an operator's recall in
 	// any topic (admin-only under ACL).
-	Topic string
-}
-
-// Encode implements Header.
-func (h *RecallTimerRequestHeader) Encode() map[string]string {
-	m := map[string]string{"handle": h.Handle}
-	if h.Topic != "" {
-		m["topic"] = h.Topic
-	}
-	return m
-}
-
-// Decode implements Header.
-func (h *RecallTimerRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext}
-	h.Handle = r.str("handle", true)
-	h.Topic = r.str("topic", false)
-	return r.err
+	Topic string `rmq:"topic,omitempty"`
 }
 
 // ---------------------------------------------------------------------------
