@@ -481,10 +481,9 @@ func (c *Conn) readLoop(br *bufio.Reader) error {
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.frameTimeout))
 		}
 		total := binary.BigEndian.Uint32(lenBuf[:])
-		if total < 4 || uint64(total) > uint64(c.cfg.maxFrame) {
-			c.cfg.log.Warn("remoting: bad frame length, closing connection",
-				"conn", c, "length", total, "max", c.cfg.maxFrame)
-			return fmt.Errorf("%w: frame length %d (limit %d)", protocol.ErrFrameTooLarge, total, c.cfg.maxFrame)
+		if err := protocol.CheckFrameLength(total, c.cfg.maxFrame); err != nil {
+			c.cfg.log.Warn("remoting: bad frame length, closing connection", "conn", c, "err", err)
+			return err
 		}
 		// A fresh buffer per frame: the decoded Command's Body aliases it
 		// and is handed to a handler or a caller that may keep it.
@@ -497,14 +496,11 @@ func (c *Conn) readLoop(br *bufio.Reader) error {
 			}
 			return c.readError(err)
 		}
-		if hl := int(binary.BigEndian.Uint32(buf) & 0xFFFFFF); c.cfg.maxHeader > 0 && hl > c.cfg.maxHeader {
-			herr := fmt.Errorf("%w: header of %d bytes exceeds the limit of %d", ErrHeaderTooLarge, hl, c.cfg.maxHeader)
-			if !c.badFrame(buf, herr) {
-				return herr
-			}
-			continue
+		err = protocol.CheckHeaderLength(buf, c.cfg.maxHeader)
+		var cmd *protocol.Command
+		if err == nil {
+			cmd, err = protocol.DecodeFrame(buf)
 		}
-		cmd, err := protocol.DecodeFrame(buf)
 		if err != nil {
 			if !c.badFrame(buf, err) {
 				return err
@@ -558,30 +554,27 @@ func (c *Conn) readError(err error) error {
 	return err
 }
 
-// badFrame handles a frame that was read whole but does not decode. The
-// stream is still in sync, so when the opaque can be recovered the sender is
-// told (SYSTEM_ERROR) and reading goes on; otherwise it reports false and
-// the connection is closed.
+// badFrame handles a frame that was read whole but does not decode
+// (protocol.InspectBadFrame). The stream is still in sync, so when the
+// opaque can be recovered the sender is told (SYSTEM_ERROR) and reading
+// goes on; otherwise it reports false and the connection is closed.
 func (c *Conn) badFrame(buf []byte, derr error) bool {
-	opaque, flag, st, ok := protocol.SalvageHeader(buf)
+	bf, ok := protocol.InspectBadFrame(buf, derr)
 	if !ok {
 		c.cfg.log.Warn("remoting: undecodable frame, closing connection", "conn", c, "err", derr)
 		return false
 	}
 	switch {
-	case flag&protocol.FlagResponse != 0:
-		c.cfg.log.Warn("remoting: undecodable response", "conn", c, "opaque", opaque, "err", derr)
-		if f := c.takeFuture(opaque); f != nil {
+	case bf.IsResponse():
+		c.cfg.log.Warn("remoting: undecodable response", "conn", c, "opaque", bf.Opaque, "err", derr)
+		if f := c.takeFuture(bf.Opaque); f != nil {
 			f.complete(nil, fmt.Errorf("remoting: response from %s: %w", c.nc.RemoteAddr(), derr))
 		}
-	case flag&protocol.FlagOneway != 0:
-		c.cfg.log.Warn("remoting: undecodable oneway request", "conn", c, "opaque", opaque, "err", derr)
+	case bf.IsOneway():
+		c.cfg.log.Warn("remoting: undecodable oneway request", "conn", c, "opaque", bf.Opaque, "err", derr)
 	default:
-		c.cfg.log.Warn("remoting: undecodable request, answering SYSTEM_ERROR", "conn", c, "opaque", opaque, "err", derr)
-		resp := protocol.NewResponse(nil, protocol.SystemError, "cannot decode request: "+derr.Error())
-		resp.Opaque = opaque
-		resp.SerializeType = st
-		if err := c.send(resp); err != nil {
+		c.cfg.log.Warn("remoting: undecodable request, answering SYSTEM_ERROR", "conn", c, "opaque", bf.Opaque, "err", derr)
+		if err := c.send(bf.Reply()); err != nil {
 			return false
 		}
 	}

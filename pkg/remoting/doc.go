@@ -13,8 +13,10 @@
 // type N not supported"), a full in-flight bound or a shutdown SYSTEM_BUSY,
 // and a handler panic or an undecodable header SYSTEM_ERROR. A frame longer
 // than MaxFrameSize, or an undecodable frame whose opaque cannot be
-// recovered, closes that connection only. Responses nobody waits for (late
-// ones, after a timeout) are dropped and logged at debug level.
+// recovered, closes that connection only (the checks and the SYSTEM_ERROR
+// answer are package protocol's CheckFrameLength, CheckHeaderLength and
+// InspectBadFrame). Responses nobody waits for (late ones, after a
+// timeout) are dropped and logged at debug level.
 //
 // Both ends of a connection are symmetric: the server may push requests to a
 // client on the connection the client opened (Conn.Invoke, used for

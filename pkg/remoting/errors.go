@@ -24,8 +24,9 @@ var (
 	ErrServerBusy error = &protocol.Error{Code: protocol.SystemBusy, Remark: "server busy"}
 	// ErrDial: the connection to the remote address could not be set up.
 	ErrDial = errors.New("remoting: dial failed")
-	// ErrHeaderTooLarge: a frame's header exceeds MaxHeaderSize.
-	ErrHeaderTooLarge = errors.New("remoting: header too large")
+	// ErrHeaderTooLarge: a frame's header exceeds MaxHeaderSize. It is
+	// protocol.ErrHeaderTooLarge, which the frame check wraps.
+	ErrHeaderTooLarge = protocol.ErrHeaderTooLarge
 	// ErrTooManyConnections: a connection was refused because the
 	// server's MaxConnections were open.
 	ErrTooManyConnections = errors.New("remoting: too many connections")

@@ -621,36 +621,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestSalvageHeader(t *testing.T) {
-	tests := []struct {
-		name   string
-		frame  []byte
-		opaque int32
-		flag   int32
-		ok     bool
-	}{
-		{"json", rawFrame(0, 30, []byte(`{"flag" : 2, "opaque":-17,xx`)), -17, 2, true},
-		{"json no flag", rawFrame(0, 12, []byte(`{"opaque":9}`)), 9, 0, true},
-		{"json opaque overflow", rawFrame(0, 22, []byte(`{"opaque":99999999999}`)), 0, 0, false},
-		{"json opaque not a number", rawFrame(0, 15, []byte(`{"opaque":"9"}`)), 0, 0, false},
-		{"json key as value", rawFrame(0, 20, []byte(`{"x":"opaque","a":1}`)), 0, 0, false},
-		{"no header", []byte{0, 0, 0}, 0, 0, false},
-		{"binary short", rawFrame(1, 12, make([]byte, 12)), 0, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			buf := tt.frame
-			if len(buf) >= 4 {
-				buf = buf[4:]
-			}
-			op, flag, _, ok := protocol.SalvageHeader(buf)
-			if ok != tt.ok || op != tt.opaque || flag != tt.flag {
-				t.Fatalf("got %d %d %v, want %d %d %v", op, flag, ok, tt.opaque, tt.flag, tt.ok)
-			}
-		})
-	}
-}
-
 // TestDeferredReply: a handler that returns nil answers later with
 // Conn.Reply, as a long-polling pull does, without holding a handler slot.
 func TestDeferredReply(t *testing.T) {

@@ -9,6 +9,9 @@ import (
 var (
 	// ErrFrameTooLarge: the frame's length field exceeds the reader's limit.
 	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrHeaderTooLarge: a frame's header exceeds the reader's limit
+	// (CheckHeaderLength).
+	ErrHeaderTooLarge = errors.New("header too large")
 	// ErrMalformed: the bytes do not form a valid frame, header or record.
 	ErrMalformed = errors.New("malformed data")
 	// ErrTruncated: the input ends before the structure it announces.

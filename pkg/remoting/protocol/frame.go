@@ -79,11 +79,8 @@ func ReadCommand(r io.Reader, maxFrame int) (*Command, error) {
 		return nil, err
 	}
 	total := binary.BigEndian.Uint32(lenBuf[:])
-	if total < 4 {
-		return nil, fmt.Errorf("%w: frame length %d is shorter than its header word", ErrFrameTooLarge, total)
-	}
-	if uint64(total) > uint64(maxFrame) {
-		return nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d", ErrFrameTooLarge, total, maxFrame)
+	if err := CheckFrameLength(total, maxFrame); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, total)
 	if _, err := io.ReadFull(r, buf); err != nil {

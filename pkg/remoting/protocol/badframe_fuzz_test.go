@@ -1,10 +1,6 @@
-package remoting
+package protocol
 
-import (
-	"testing"
-
-	"github.com/tidemq/tide/pkg/remoting/protocol"
-)
+import "testing"
 
 // FuzzSalvageHeader: recovering the opaque of a broken frame must never
 // panic, whatever the bytes.
@@ -14,6 +10,6 @@ func FuzzSalvageHeader(f *testing.F) {
 	f.Add(rawFrame(0, 500, []byte(`{"opaque":`))[4:])
 	f.Add([]byte{0, 0, 0})
 	f.Fuzz(func(t *testing.T, buf []byte) {
-		protocol.SalvageHeader(buf)
+		SalvageHeader(buf)
 	})
 }
