@@ -6,7 +6,6 @@ package controller_test
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/controller"
+	"github.com/tidemq/tide/controller/controllertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/controllerclient"
@@ -48,36 +48,11 @@ func syncMaster(ctl, name, root string, notCatchup, slaveTimeout int) func(*brok
 	}
 }
 
-// startController runs a one-node controller group on loopback.
+// startController runs a one-node controller group on loopback
+// (controllertest.Start: 2.5 s broker heartbeat timeout, 50 ms scan).
 func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.DefaultOptions()
-	o.NodeID, o.DataDir = "n0", t.TempDir()
-	o.Peers = []controller.Peer{{ID: "n0", RaftAddr: rln.Addr().String(), Addr: ln.Addr().String()}}
-	o.Listener, o.RaftListener = ln, rln
-	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	o.HeartbeatTimeout, o.ScanInterval = 2500*time.Millisecond, 50*time.Millisecond
-	for _, f := range opts {
-		f(&o)
-	}
-	c, err := controller.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	waitUntil(t, 10*time.Second, "controller leader", c.IsLeader)
-	return c.Addr()
+	return controllertest.Start(t, opts...)
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

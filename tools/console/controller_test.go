@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/controller"
+	"github.com/tidemq/tide/controller/controllertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/tools/console"
 )
@@ -32,7 +32,7 @@ type ctlFixture struct {
 
 func newCtlFixture(t *testing.T) *ctlFixture {
 	t.Helper()
-	f := &ctlFixture{ctl: startController(t)}
+	f := &ctlFixture{ctl: controllertest.Start(t, func(o *controller.Options) { o.Logger = quiet() })}
 	ns := nameservertest.Start(t)
 	f.ns = ns
 	opts := func(o *broker.Options) {
@@ -54,36 +54,6 @@ func newCtlFixture(t *testing.T) *ctlFixture {
 	f.base = "http://" + srv.Addr()
 	f.client = signIn(t, f.base, "viewer")
 	return f
-}
-
-// startController runs a one-node controller group on loopback and
-// returns its remoting address once it leads.
-func startController(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.DefaultOptions()
-	o.NodeID, o.DataDir, o.Logger = "n0", t.TempDir(), quiet()
-	o.Peers = []controller.Peer{{ID: "n0", RaftAddr: rln.Addr().String(), Addr: ln.Addr().String()}}
-	o.Listener, o.RaftListener = ln, rln
-	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	o.HeartbeatTimeout, o.ScanInterval = 2500*time.Millisecond, 50*time.Millisecond
-	c, err := controller.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	waitFor(t, "controller leader", c.IsLeader)
-	return c.Addr()
 }
 
 // view reads /api/controller.

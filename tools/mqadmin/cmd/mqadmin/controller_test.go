@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"net"
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidemq/tide/controller"
+	"github.com/tidemq/tide/controller/controllertest"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/controllerclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -19,34 +20,14 @@ import (
 // both in sync.
 func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := controller.DefaultOptions()
-	o.NodeID, o.DataDir = "n0", t.TempDir()
-	o.Peers = []controller.Peer{{ID: "n0", RaftAddr: rln.Addr().String(), Addr: ln.Addr().String()}}
-	o.Listener, o.RaftListener = ln, rln
-	o.RaftHeartbeatTimeout, o.RaftElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	o.HeartbeatTimeout = time.Minute // one heartbeat keeps the replicas alive for the whole test
-	for _, f := range opts {
-		f(&o)
-	}
-	c, err := controller.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	rc := remoting.NewClient(remoting.ClientOptions{TLSConfig: o.ClientTLSConfig})
+	var clientTLS *tls.Config
+	all := append([]func(*controller.Options){func(o *controller.Options) {
+		o.HeartbeatTimeout = time.Minute // one heartbeat keeps the replicas alive for the whole test
+	}}, opts...)
+	addr := controllertest.Start(t, append(all, func(o *controller.Options) { clientTLS = o.ClientTLSConfig })...)
+	rc := remoting.NewClient(remoting.ClientOptions{TLSConfig: clientTLS})
 	defer rc.Close()
-	cli := controllerclient.New(rc, []string{c.Addr()})
+	cli := controllerclient.New(rc, []string{addr})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, id := range []int64{1, 2} {
@@ -64,7 +45,7 @@ func startController(t *testing.T, opts ...func(*controller.Options)) string {
 	if _, err := cli.AlterSyncStateSet(ctx, "b", 1, 1, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1}); err != nil {
 		t.Fatal(err)
 	}
-	return c.Addr()
+	return addr
 }
 
 func TestControllerCommands(t *testing.T) {
