@@ -399,9 +399,12 @@ func (c *checker) offsets(events []Event) {
 	high := map[string]*Event{}    // group+queue -> highest reading since the last master restart
 	before := map[string]*Event{}  // the highest reading before it
 	moves := map[string][]*Event{} // group+queue -> the brokers' PULL_OFFSET_MOVED answers
+	var promotions []time.Time     // the brokers' promotions to master, from their logs
 	for i := range events {
 		if e := &events[i]; e.Op == OpOffsetMoved {
 			moves[e.Group+" "+e.Queue] = append(moves[e.Group+" "+e.Queue], e)
+		} else if e.Op == OpPromoted {
+			promotions = append(promotions, e.Time)
 		}
 	}
 	for i := range events {
@@ -428,6 +431,9 @@ func (c *checker) offsets(events []Event) {
 			}
 			if h := high[k]; h != nil && e.Offset < h.Offset && movedBack(moves[k], h, e) {
 				c.r.OffsetMovedBack[e.Group]++
+			} else if h != nil && e.Offset < h.Offset && promotedBetween(promotions, h, e) {
+				// the master changed before the watcher's poll saw it
+				c.r.OffsetRewinds[e.Group]++
 			} else if h != nil && e.Offset < h.Offset {
 				c.r.add(Violation{Kind: VOffsetBack, Group: e.Group, ID: e.Queue,
 					What:   fmt.Sprintf("committed offset of %s moved back from %d to %d with no master restart in between", e.Queue, h.Offset, e.Offset),
@@ -452,6 +458,17 @@ func movedBack(moves []*Event, h, e *Event) bool {
 		requested, err := strconv.ParseInt(strings.TrimPrefix(m.Detail, "requested "), 10, 64)
 		if err == nil && m.Offset <= e.Offset && requested >= h.Offset && requested > m.Offset &&
 			!m.Time.After(e.Time) && e.Time.Sub(m.Time) <= movedBackWithin {
+			return true
+		}
+	}
+	return false
+}
+
+// promotedBetween reports whether a broker was promoted to master after
+// reading h and up to reading e.
+func promotedBetween(promotions []time.Time, h, e *Event) bool {
+	for _, at := range promotions {
+		if at.After(h.Time) && !at.After(e.Time) {
 			return true
 		}
 	}

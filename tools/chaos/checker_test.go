@@ -182,6 +182,19 @@ func TestCheck(t *testing.T) {
 			h.drained()
 			h.add(Event{Time: h.t0, Process: "b2", Type: OK, Op: OpOffsetMoved, Group: "g", Queue: "plain/b/0", Offset: 664, Detail: "requested 665"})
 		}, "offset-back:g:plain/b/0"},
+		{"offset back after a promotion the watcher had not seen yet", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 8559})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 8556})
+			h.drained()
+			// read from the promoted broker's log after the drain: between the readings
+			h.add(Event{Time: h.t0.Add(15 * time.Millisecond), Process: "b1", Type: OK, Op: OpPromoted})
+		}, ""},
+		{"offset back, promotion before both readings", func(h *hist) {
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 1326})
+			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 1325})
+			h.drained()
+			h.add(Event{Time: h.t0.Add(-time.Second), Process: "b1", Type: OK, Op: OpPromoted})
+		}, "offset-back:g:plain/b/0"},
 		{"offset moved for another queue", func(h *hist) {
 			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 665})
 			h.add(Event{Process: "offsets", Type: OK, Op: OpOffset, Group: "g", Queue: "plain/b/0", Offset: 664})
@@ -383,5 +396,12 @@ func TestParseOffsetMove(t *testing.T) {
 	}
 	if _, _, ok := parseOffsetMove(`time=2026-12-01T22:08:05.253Z level=WARN msg="request refused" broker=chaos-a`); ok {
 		t.Fatal("parsed an unrelated line")
+	}
+	at, ok = parsePromotion(`time=2026-12-02T01:55:54.008Z level=WARN msg="controller mode: PROMOTED to master" broker=chaos-a id=1 master_epoch=29`)
+	if !ok || at.Format("15:04:05.000") != "01:55:54.008" {
+		t.Fatalf("promotion parsed at %v ok=%v", at, ok)
+	}
+	if _, ok := parsePromotion(line); ok {
+		t.Fatal("parsed a pull offset moved line as a promotion")
 	}
 }

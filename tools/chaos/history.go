@@ -43,6 +43,12 @@ const (
 	// Detail: the offset asked for), read from the broker's log after the
 	// drain: these events come last in a history, with the log's times.
 	OpOffsetMoved = "offset-moved"
+	// OpPromoted is a broker's promotion to master in controller mode
+	// (Process: its host), read from its log after the drain like
+	// OpOffsetMoved: the offsets watcher sees a change of master only
+	// when its 2 s poll of the NameServers' route shows it, which can be
+	// seconds after the promotion.
+	OpPromoted = "promoted"
 	// OpReset is an operator's reset of a group's committed offset of a
 	// queue (offset-reset fault; Offset: the offset after it).
 	OpReset = "offset-reset"

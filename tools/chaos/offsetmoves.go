@@ -10,14 +10,20 @@ import (
 )
 
 // movedMsg is the broker's log message for a PULL_OFFSET_MOVED answer
-// (broker/pull.go).
-const movedMsg = `msg="pull offset moved"`
+// (broker/pull.go); promotedMsg the one for a promotion to master in
+// controller mode (broker/roleswitch.go).
+const (
+	movedMsg    = `msg="pull offset moved"`
+	promotedMsg = `msg="controller mode: PROMOTED to master"`
+)
 
 // recordOffsetMoves appends to the history every PULL_OFFSET_MOVED answer
 // the brokers logged (host/broker.log under dir), with the log's time: the
 // checker tells a committed offset the broker moved back (the consumer
 // obeys the answer and commits it) from one a client moved back by
-// itself. It returns how many it recorded.
+// itself. It also appends every promotion to master the brokers logged
+// (OpPromoted), so the checker knows when the master changed. It returns
+// how many events it recorded.
 func recordOffsetMoves(rec *Recorder, dir string) (int, error) {
 	logs, err := filepath.Glob(filepath.Join(dir, "*", "broker.log"))
 	if err != nil {
@@ -36,6 +42,9 @@ func recordOffsetMoves(rec *Recorder, dir string) (int, error) {
 			if e, at, ok := parseOffsetMove(sc.Text()); ok {
 				e.Process = host
 				rec.RecordAt(e, at)
+				n++
+			} else if at, ok := parsePromotion(sc.Text()); ok {
+				rec.RecordAt(Event{Process: host, Type: OK, Op: OpPromoted}, at)
 				n++
 			}
 		}
@@ -69,4 +78,15 @@ func parseOffsetMove(line string) (Event, time.Time, bool) {
 	return Event{Type: OK, Op: OpOffsetMoved, Group: kv["group"], Topic: kv["topic"],
 		Queue:  kv["topic"] + "/" + kv["broker"] + "/" + kv["queue"],
 		Offset: next, Detail: "requested " + kv["requested"]}, at, true
+}
+
+// parsePromotion reads the time of a "PROMOTED to master" line of a
+// broker log.
+func parsePromotion(line string) (time.Time, bool) {
+	if !strings.Contains(line, promotedMsg) {
+		return time.Time{}, false
+	}
+	v, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+	at, err := time.Parse(time.RFC3339Nano, v)
+	return at, ok && err == nil
 }
