@@ -82,7 +82,21 @@ func TestTryInvokeOnewayPeerNotReading(t *testing.T) {
 // read is stuck, TryInvokeOneway sends nothing and returns ErrWriteBusy
 // after its timeout, leaving the connection open.
 func TestTryInvokeOnewayBusy(t *testing.T) {
-	_, c := serverConn(t)
+	nc, c := serverConn(t)
+	// A fixed receive buffer: with autotuning the peer's may grow to
+	// net.ipv4.tcp_rmem's maximum (32 MiB on some kernels) and take the
+	// whole 15 MiB, so the write would finish instead of staying busy.
+	if err := nc.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	// The response to serverConn's request may still hold the queue for
+	// a moment after the peer read it: wait until it is idle, so the busy
+	// seen below is the big write's.
+	waitFor(t, "the queue idle", func() bool {
+		c.wq.mu.Lock()
+		defer c.wq.mu.Unlock()
+		return !c.wq.busy
+	})
 	stuck := make(chan error, 1)
 	go func() { // 15 MiB: more than the socket buffers take
 		stuck <- c.InvokeOneway(context.Background(), protocol.NewRequest(testCode, nil, make([]byte, 15<<20)))
@@ -95,7 +109,12 @@ func TestTryInvokeOnewayBusy(t *testing.T) {
 	start := time.Now()
 	err := c.TryInvokeOneway(protocol.NewRequest(testCode, nil, nil), 300*time.Millisecond)
 	if !errors.Is(err, ErrWriteBusy) {
-		t.Fatalf("err = %v, want ErrWriteBusy", err)
+		select {
+		case e := <-stuck:
+			t.Fatalf("err = %v, want ErrWriteBusy (the big write returned %v)", err, e)
+		default:
+		}
+		t.Fatalf("err = %v, want ErrWriteBusy (the big write still running)", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("TryInvokeOneway took %v", d)
