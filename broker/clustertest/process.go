@@ -122,6 +122,16 @@ func (p *Process) Start() error {
 	return nil
 }
 
+// Pid returns the running process's id, 0 when it is not running.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Running reports whether the process was started and has not exited.
 func (p *Process) Running() bool {
 	p.mu.Lock()

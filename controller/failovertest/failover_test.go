@@ -19,7 +19,6 @@ import (
 
 	"github.com/tidemq/tide/broker/clustertest"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 const topic, queues = "Failover", 4
@@ -40,25 +39,9 @@ const topic, queues = "Failover", 4
 // stamp, which the promoted slave recognises) is stored twice; the
 // official client's duplicates are counted and logged.
 func TestFailoverSIGKILL(t *testing.T) {
-	n := kills
-	if v, err := strconv.Atoi(os.Getenv("FAILOVER_KILLS")); err == nil && v > 0 {
-		n = v
-	}
+	n := killCount(kills)
 	g := newGroup(t, 3)
-	first := g.startBroker("b1")
-	g.eventually(30*time.Second, "b1 master", func() bool {
-		m, _, err := g.replicaInfo()
-		return err == nil && m.MasterAddress == first.addr
-	})
-	g.startBroker("b2")
-	g.createTopic(first.addr, topic, queues)
-	waitInSync := func(what string) {
-		g.eventually(60*time.Second, what, func() bool {
-			_, set, err := g.replicaInfo()
-			return err == nil && len(set) == 2
-		})
-	}
-	waitInSync("b2 in the SyncStateSet")
+	g.startInSyncPair()
 
 	l := newLedger()
 	stop := make(chan struct{})
@@ -75,10 +58,7 @@ func TestFailoverSIGKILL(t *testing.T) {
 	}()
 	go func() {
 		defer wg.Done()
-		sendLoop(stop, l, "mqclient", func(ctx context.Context, body string) bool {
-			res, err := mq.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte(body)})
-			return err == nil && res.Status == mqclient.SendOK
-		})
+		sendLoop(stop, l, "mqclient", mqSend(mq))
 	}()
 	defer func() {
 		close(stop)
@@ -87,11 +67,7 @@ func TestFailoverSIGKILL(t *testing.T) {
 
 	var writable, mqResume, officialResume []time.Duration
 	for k := range n {
-		m, _, err := g.replicaInfo()
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := g.byAddr(m.MasterAddress)
+		old := g.master()
 		before := time.Now()
 		g.eventually(60*time.Second, "both clients sending before the kill", func() bool {
 			return l.okSince("official", before) && l.okSince("mqclient", before)
@@ -100,15 +76,7 @@ func TestFailoverSIGKILL(t *testing.T) {
 		if err := old.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		var newMaster string
-		g.eventually(30*time.Second, "a new writable master", func() bool {
-			mi, _, err := g.replicaInfo()
-			if err != nil || mi.MasterBrokerID == protocol.NoBrokerID || mi.MasterAddress == old.addr {
-				return false
-			}
-			newMaster = mi.MasterAddress
-			return g.probeSend(newMaster, topic)
-		})
+		newMaster := g.newWritableMaster(old)
 		ready := time.Now()
 		writable = append(writable, ready.Sub(killed))
 		g.eventually(60*time.Second, "pkg/mqclient sending again", func() bool { return l.okSince("mqclient", ready) })
@@ -120,13 +88,7 @@ func TestFailoverSIGKILL(t *testing.T) {
 		t.Logf("kill %d: new master %s writable after %v; pkg/mqclient after %v, official v2.1.2 after %v", k+1, newMaster,
 			writable[k].Round(time.Millisecond), mqResume[k].Round(time.Millisecond), officialResume[k].Round(time.Millisecond))
 
-		if err := old.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := old.WaitTCP(old.addr, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		waitInSync(fmt.Sprintf("%s back in the SyncStateSet", old.Name))
+		g.rejoin(old)
 	}
 	close(stop)
 	wg.Wait()
@@ -190,6 +152,14 @@ func TestFailoverSIGKILL(t *testing.T) {
 	t.Logf("official v2.1.2 resumed: %s", distribution(officialResume))
 }
 
+// killCount is FAILOVER_KILLS when set, else def.
+func killCount(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("FAILOVER_KILLS")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 // distribution formats min, median, p90 and max.
 func distribution(ds []time.Duration) string {
 	if len(ds) == 0 {
@@ -238,6 +208,14 @@ func officialProducer(t *testing.T, ns string) rocketmq.Producer {
 	}
 	t.Cleanup(func() { p.Shutdown() })
 	return p
+}
+
+// mqSend is sendLoop's send for a pkg/mqclient producer.
+func mqSend(p *mqclient.Producer) func(context.Context, string) bool {
+	return func(ctx context.Context, body string) bool {
+		res, err := p.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte(body)})
+		return err == nil && res.Status == mqclient.SendOK
+	}
 }
 
 func mqProducer(t *testing.T, ns string) *mqclient.Producer {

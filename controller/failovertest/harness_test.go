@@ -366,3 +366,66 @@ func (l *ledger) snapshot() map[string]bool {
 	}
 	return out
 }
+
+// startInSyncPair starts b1 (the master), then b2, creates the test topic
+// and waits until b2 is in the SyncStateSet.
+func (g *group) startInSyncPair() (first, second *brokerProc) {
+	g.t.Helper()
+	first = g.startBroker("b1")
+	g.eventually(30*time.Second, "b1 master", func() bool {
+		m, _, err := g.replicaInfo()
+		return err == nil && m.MasterAddress == first.addr
+	})
+	second = g.startBroker("b2")
+	g.createTopic(first.addr, topic, queues)
+	g.waitInSync("b2 in the SyncStateSet")
+	return first, second
+}
+
+// waitInSync waits until the SyncStateSet has both brokers.
+func (g *group) waitInSync(what string) {
+	g.t.Helper()
+	g.eventually(60*time.Second, what, func() bool {
+		_, set, err := g.replicaInfo()
+		return err == nil && len(set) == 2
+	})
+}
+
+// newWritableMaster waits until the controller names a master other than
+// old and it answers a raw send SEND_OK; it returns its address.
+func (g *group) newWritableMaster(old *brokerProc) string {
+	g.t.Helper()
+	var newMaster string
+	g.eventually(30*time.Second, "a new writable master", func() bool {
+		mi, _, err := g.replicaInfo()
+		if err != nil || mi.MasterBrokerID == protocol.NoBrokerID || mi.MasterAddress == old.addr {
+			return false
+		}
+		newMaster = mi.MasterAddress
+		return g.probeSend(newMaster, topic)
+	})
+	return newMaster
+}
+
+// rejoin restarts a killed broker and waits until it is back in the
+// SyncStateSet.
+func (g *group) rejoin(b *brokerProc) {
+	g.t.Helper()
+	if err := b.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	if err := b.WaitTCP(b.addr, 30*time.Second); err != nil {
+		g.t.Fatal(err)
+	}
+	g.waitInSync(fmt.Sprintf("%s back in the SyncStateSet", b.Name))
+}
+
+// master returns the broker the controller names master.
+func (g *group) master() *brokerProc {
+	g.t.Helper()
+	m, _, err := g.replicaInfo()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return g.byAddr(m.MasterAddress)
+}

@@ -4,8 +4,6 @@ package failovertest
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,43 +227,18 @@ func (g *group) sendTo(addr, body string, q int32) (off int64, ok bool) {
 // chain of its own jumped to from OUTPUT (loopback packets pass OUTPUT
 // with the sending socket's owner).
 type cutter struct {
-	t     *testing.T
-	chain string
-	on    bool
+	*ipChain
+	on bool
 }
 
 func newCutter(t *testing.T) *cutter {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: the network cut needs root (iptables rules and processes under their own group id)")
-	}
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Skip("SKIPPED: the network cut needs iptables")
-	}
-	c := &cutter{t: t, chain: "TIDE-CUT-" + strconv.Itoa(os.Getpid())}
-	if out, err := c.run("-N", c.chain); err != nil {
-		t.Skipf("SKIPPED: iptables cannot create a chain: %v %s", err, out)
-	}
-	if out, err := c.run("-A", c.chain, "-m", "owner", "--gid-owner", strconv.Itoa(gidMaster), "-j", "RETURN"); err != nil {
-		c.run("-X", c.chain)
+	c := &cutter{ipChain: newIPChain(t, "TIDE-CUT", "OUTPUT")}
+	if out, err := c.run("-A", c.name, "-m", "owner", "--gid-owner", strconv.Itoa(gidMaster), "-j", "RETURN"); err != nil {
 		t.Skipf("SKIPPED: iptables has no owner match: %v %s", err, out)
 	}
-	c.run("-F", c.chain)
-	if out, err := c.run("-I", "OUTPUT", "-j", c.chain); err != nil {
-		c.run("-X", c.chain)
-		t.Fatalf("iptables: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		c.run("-D", "OUTPUT", "-j", c.chain)
-		c.run("-F", c.chain)
-		c.run("-X", c.chain)
-	})
+	c.flush()
 	return c
-}
-
-func (c *cutter) run(args ...string) (string, error) {
-	out, err := exec.Command("iptables", append([]string{"-w"}, args...)...).CombinedOutput()
-	return strings.TrimSpace(string(out)), err
 }
 
 // isolate drops every packet between master and the slaves and
@@ -292,17 +265,13 @@ func (c *cutter) isolate(master *brokerProc, slaves []*brokerProc, ctls []string
 		append(gid(gidControllers), "-p", "tcp", "-m", "multiport", "--dports", masterPorts, "-j", "DROP"),
 	}
 	for _, r := range rules {
-		if out, err := c.run(append([]string{"-A", c.chain}, r...)...); err != nil {
-			c.t.Fatalf("iptables %v: %v %s", r, err, out)
-		}
+		c.add(r...)
 	}
 	c.on = true
 }
 
 func (c *cutter) heal() {
 	c.t.Helper()
-	if out, err := c.run("-F", c.chain); err != nil {
-		c.t.Fatalf("iptables -F: %v %s", err, out)
-	}
+	c.flush()
 	c.on = false
 }

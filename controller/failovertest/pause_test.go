@@ -3,13 +3,11 @@
 package failovertest
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidemq/tide/broker/clustertest"
-	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -24,18 +22,11 @@ import (
 // is then on both.
 func TestFailoverSIGSTOP(t *testing.T) {
 	g := newGroup(t, 3)
-	first := g.startBroker("b1")
-	g.eventually(30*time.Second, "b1 master", func() bool {
-		m, _, err := g.replicaInfo()
-		return err == nil && m.MasterAddress == first.addr
-	})
-	second := g.startBroker("b2")
-	g.createTopic(first.addr, topic, queues)
+	first, second := g.startInSyncPair()
 	inSync := func() bool {
 		_, set, err := g.replicaInfo()
 		return err == nil && len(set) == 2
 	}
-	g.eventually(60*time.Second, "b2 in the SyncStateSet", inSync)
 
 	l := newLedger()
 	mq := mqProducer(t, g.ns)
@@ -44,10 +35,7 @@ func TestFailoverSIGSTOP(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sendLoop(stop, l, "mqclient", func(ctx context.Context, body string) bool {
-			res, err := mq.Send(ctx, &mqclient.Message{Topic: topic, Body: []byte(body)})
-			return err == nil && res.Status == mqclient.SendOK
-		})
+		sendLoop(stop, l, "mqclient", mqSend(mq))
 	}()
 	start := time.Now()
 	g.eventually(30*time.Second, "pkg/mqclient sending", func() bool { return l.okSince("mqclient", start) })

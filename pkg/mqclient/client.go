@@ -54,6 +54,10 @@ type Client struct {
 	ids      *protocol.UniqIDGenerator
 	faults   faultTable
 	private  bool // built by a member for itself (no WithClient)
+	// unreachable: master addresses whose last send timed out or could
+	// not be dialled, each until a send to it succeeds or sendTimeout
+	// passed (Producer.awaitMaster)
+	unreachable faultTable
 
 	nsNext atomic.Uint32
 
@@ -134,6 +138,7 @@ func newClient(s settings) *Client {
 		refreshes: map[string]*topicRefresh{},
 	}
 	c.faults.init()
+	c.unreachable.init()
 	c.reg.init()
 	c.rc.HandleFunc(protocol.NotifyConsumerIDsChanged, c.handleConsumerIDsChanged)
 	c.rc.HandleFunc(protocol.CheckTransactionState, c.handleCheck)
@@ -422,29 +427,33 @@ func (c *Client) updateRoute(ctx context.Context, topic string, autoCreate bool)
 	return r, nil
 }
 
-// addBrokers records the broker addresses of a route. A broker seen for
-// the first time gets a heartbeat at once, so that it knows the client's
-// groups before the first pull or transaction check.
+// addBrokers records the broker addresses of a route. A broker address
+// seen for the first time gets a heartbeat at once, so that it knows the
+// client's groups before the first pull or transaction check. Only those:
+// this runs on the send path (a route refreshed after a failed send), and
+// a heartbeat to a dead master the route still lists would hold the send
+// for a whole request timeout (a failover's route changes did exactly
+// that, before the new master was tried).
 func (c *Client) addBrokers(d *protocol.TopicRouteData) {
 	c.mu.Lock()
-	fresh := false
+	fresh := map[string]bool{}
 	for _, b := range d.BrokerDatas {
 		m := make(map[int64]string, len(b.BrokerAddrs))
 		for id, a := range b.BrokerAddrs {
 			m[id] = a
 			if old, ok := c.brokers[b.BrokerName]; !ok || old[id] != a {
-				fresh = true
+				fresh[a] = true
 			}
 		}
 		c.brokers[b.BrokerName] = m
 	}
 	c.mu.Unlock()
-	if fresh && c.reg.any() {
+	if len(fresh) > 0 && c.reg.any() {
 		select {
 		case <-c.stop:
 		default:
 			ctx, cancel := c.ctx()
-			c.sendHeartbeats(ctx)
+			c.heartbeatTo(ctx, fresh)
 			cancel()
 		}
 	}
@@ -632,8 +641,12 @@ func (c *Client) masterAddr(ctx context.Context, brokerName, topic string) (stri
 
 // sendHeartbeats sends the heartbeat of every group registered on the
 // Client to every known broker address (masters only when it has no
-// consumers).
-func (c *Client) sendHeartbeats(ctx context.Context) {
+// consumers) but those a send just found unreachable.
+func (c *Client) sendHeartbeats(ctx context.Context) { c.heartbeatTo(ctx, nil) }
+
+// heartbeatTo is sendHeartbeats limited to the addresses in only (nil:
+// all).
+func (c *Client) heartbeatTo(ctx context.Context, only map[string]bool) {
 	hb := c.heartbeatData()
 	if hb == nil {
 		return
@@ -643,13 +656,16 @@ func (c *Client) sendHeartbeats(ctx context.Context) {
 	var addrs []string
 	for _, m := range c.brokers {
 		for id, a := range m {
-			if id == protocol.MasterID || len(hb.ConsumerDataSet) > 0 {
+			if (id == protocol.MasterID || len(hb.ConsumerDataSet) > 0) && (only == nil || only[a]) {
 				addrs = append(addrs, a)
 			}
 		}
 	}
 	c.mu.RUnlock()
 	for _, a := range addrs {
+		if !c.unreachable.available(a) {
+			continue // a master whose send just timed out: the next round
+		}
 		resp, err := c.invoke(ctx, a, protocol.NewRequest(protocol.HeartBeat, nil, body), c.s.requestTimeout)
 		if err == nil {
 			err = resp.Err()

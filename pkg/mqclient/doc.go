@@ -76,7 +76,13 @@
 // codes (SYSTEM_ERROR, SYSTEM_BUSY, SERVICE_NOT_AVAILABLE, NO_PERMISSION,
 // TOPIC_NOT_EXIST), on another broker when there is one (oneway sends only
 // when the write failed). A broker that failed or answered slowly is
-// isolated for a while (WithFaultIsolation). Messages with a ShardingKey,
+// isolated for a while (WithFaultIsolation). A master address whose send
+// timed out or could not be dialled is not sent to again for one send
+// timeout while its broker's route still names it: the send re-fetches the
+// route every 300 ms and goes to the new master as soon as the NameServers
+// name it (a controller-mode failover; a killed host answers nothing, so
+// each attempt there would cost a whole timeout), or back to the old
+// address once that timeout passed. Messages with a ShardingKey,
 // a custom QueueSelector or SendTo keep their queue on retries, so that
 // ordering is never traded for availability. A retried send whose first
 // attempt timed out may be stored twice.

@@ -19,8 +19,13 @@ type fakeBroker struct {
 	name  string
 	fail  atomic.Int32 // response code for sends (0 = success)
 	sends atomic.Int32
-	mu    sync.Mutex
-	log   []*protocol.Command
+	// hang, once set, makes every send and heartbeat get no answer (a
+	// vanished host); hung counts them
+	hang    atomic.Bool
+	hung    atomic.Int32
+	release chan struct{}
+	mu      sync.Mutex
+	log     []*protocol.Command
 }
 
 func startServer(t *testing.T, s *remoting.Server) string {
@@ -35,8 +40,11 @@ func startServer(t *testing.T, s *remoting.Server) string {
 }
 
 func newFakeBroker(t *testing.T, name string) *fakeBroker {
-	f := &fakeBroker{name: name, srv: remoting.NewServer(remoting.ServerOptions{})}
+	f := &fakeBroker{name: name, srv: remoting.NewServer(remoting.ServerOptions{}), release: make(chan struct{})}
 	send := func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		if f.hung0(ctx) {
+			return nil
+		}
 		f.sends.Add(1)
 		f.mu.Lock()
 		f.log = append(f.log, req)
@@ -57,13 +65,31 @@ func newFakeBroker(t *testing.T, name string) *fakeBroker {
 	f.srv.HandleFunc(protocol.SendMessageV2, send)
 	f.srv.HandleFunc(protocol.SendBatchMessage, send)
 	f.srv.HandleFunc(protocol.HeartBeat, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		if f.hung0(ctx) {
+			return nil
+		}
 		return protocol.NewResponse(req, protocol.Success, "")
 	})
 	f.srv.HandleFunc(protocol.UnregisterClient, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 		return protocol.NewResponse(req, protocol.Success, "")
 	})
 	f.addr = startServer(t, f.srv)
+	t.Cleanup(func() { close(f.release) }) // before the server's shutdown
 	return f
+}
+
+// hung0 blocks a request while hang is set (until the test ends) and
+// reports whether it did.
+func (f *fakeBroker) hung0(ctx context.Context) bool {
+	if !f.hang.Load() {
+		return false
+	}
+	f.hung.Add(1)
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+	}
+	return true
 }
 
 // startFakeNameServer serves a route for topic over the given brokers

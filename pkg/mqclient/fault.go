@@ -66,3 +66,19 @@ func (f *faultTable) available(broker string) bool {
 	}
 	return false
 }
+
+// isolateFor makes key unavailable for d.
+func (f *faultTable) isolateFor(key string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[key] = f.now().Add(d)
+}
+
+// clear makes key available again.
+func (f *faultTable) clear(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.m) > 0 {
+		delete(f.m, key)
+	}
+}

@@ -332,7 +332,10 @@ func WithStableProducerID(instance string) Option {
 
 // WithFaultIsolation switches broker failure isolation: a broker that
 // failed or answered slowly is avoided for a while when another one can
-// take the message. Default on. Producer.
+// take the message, and a master address whose send timed out or could
+// not be dialled is not sent to again for up to the send timeout while
+// the NameServers may name its successor (a failover). Default on.
+// Producer.
 func WithFaultIsolation(on bool) Option { return func(s *settings) { s.faultIsolation = on } }
 
 // WithAutoCreateTopic lets the producer send to a topic no NameServer

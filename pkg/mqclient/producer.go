@@ -543,13 +543,20 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 			lastErr, lastBroker = err, q.BrokerName
 			continue
 		}
+		if p.s.faultIsolation && !p.c.unreachable.available(addr) {
+			addr = p.awaitMaster(ctx, q.BrokerName, o.topic, addr)
+		}
 		start := time.Now()
 		res, err := p.sendOnce(ctx, addr, q, o, oneway)
 		if ctx.Err() == nil {
 			p.c.faults.record(q.BrokerName, time.Since(start), err != nil)
 		}
 		if err == nil {
+			p.c.unreachable.clear(addr)
 			return res, nil
+		}
+		if errors.Is(err, remoting.ErrTimeout) || errors.Is(err, remoting.ErrDial) {
+			p.c.unreachable.isolateFor(addr, p.s.sendTimeout)
 		}
 		lastErr, lastBroker = err, q.BrokerName
 		switch {
@@ -567,6 +574,36 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 		p.s.logger.Debug("mqclient: send attempt failed", "topic", o.topic, "broker", q.BrokerName, "attempt", attempt, "err", err)
 	}
 	return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, lastErr)
+}
+
+// awaitMaster is called when the master address of brokerName is dead,
+// a send to it having just timed out or failed to dial: the master was
+// killed, or its host vanished (then every attempt costs a whole send or
+// dial timeout), and the controller's new master registers with the
+// NameServers under another address within seconds. It looks the route up
+// again every routeRetryGap until the NameServers name another master, and
+// returns that address; or dead itself once dead's isolation ends (it may
+// be back, or only slow: then this cost at most one send timeout, as the
+// attempt it replaces would have) or ctx ends. Retries pinned to a queue
+// (idempotence.go) wait here for their queue's new master too.
+func (p *Producer) awaitMaster(ctx context.Context, brokerName, topic, dead string) string {
+	t := time.NewTicker(p.s.routeRetryGap)
+	defer t.Stop()
+	for {
+		p.c.refreshRoute(ctx, topic) // errors keep the cached route
+		if a, ok := p.c.cachedMasterAddr(brokerName); ok && a != dead {
+			p.s.logger.Debug("mqclient: the NameServers name a new master", "broker", brokerName, "dead", dead, "master", a)
+			return a
+		}
+		if p.c.unreachable.available(dead) {
+			return dead
+		}
+		select {
+		case <-ctx.Done():
+			return dead
+		case <-t.C:
+		}
+	}
 }
 
 func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoing, oneway bool) (*SendResult, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +208,65 @@ func TestStaleRoute(t *testing.T) {
 		if got := staleRoute(tc.err); got != tc.want {
 			t.Errorf("%s: staleRoute = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestProducerAwaitsNewMaster: the master of broker-a vanishes (its
+// connections stay open, nothing answers: every request times out) and, a
+// moment later, the NameServer names a new master under another address,
+// as a controller-mode failover does. The send in flight times out once;
+// its retries do not go back to the dead address (each would cost another
+// send timeout) but wait for the route to name the new master, where the
+// send succeeds; the route change heartbeats the new master only (a
+// heartbeat to the dead one held the send for a request timeout).
+func TestProducerAwaitsNewMaster(t *testing.T) {
+	old, successor := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-a")
+	var master atomic.Value
+	master.Store(old.addr)
+	ns := remoting.NewServer(remoting.ServerOptions{})
+	ns.HandleFunc(protocol.GetRouteInfoByTopic, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		r := protocol.TopicRouteData{
+			BrokerDatas: []protocol.BrokerData{{Cluster: "c", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: master.Load().(string)}}},
+			QueueDatas:  []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
+		}
+		resp := protocol.NewResponse(req, protocol.Success, "")
+		resp.Body = r.Encode()
+		return resp
+	})
+	nsAddr := startServer(t, ns)
+
+	const sendTimeout = 500 * time.Millisecond
+	p := newTestProducer(t, WithNameServers(nsAddr), WithRetries(2), WithSendTimeout(sendTimeout), WithRequestTimeout(sendTimeout),
+		WithIdempotence(false))
+	ctx := context.Background()
+	if _, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte("before")}); err != nil {
+		t.Fatalf("send to the live master: %v", err)
+	}
+	old.hang.Store(true)
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // the new master registers one send timeout after the dead one got a request
+		for old.hung.Load() == 0 {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(sendTimeout):
+			master.Store(successor.addr)
+		}
+	}()
+	res, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte("across")})
+	if err != nil {
+		t.Fatalf("send across the failover: %v", err)
+	}
+	if res.Status != SendOK || successor.sends.Load() != 1 {
+		t.Fatalf("status %v, %d sends on the new master, want SEND_OK and 1", res.Status, successor.sends.Load())
+	}
+	if n := old.hung.Load(); n != 1 {
+		t.Errorf("the dead master got %d requests, want 1 (only the send in flight at its death)", n)
 	}
 }
