@@ -35,28 +35,12 @@ func NewAdmin(opts ...Option) (*Admin, error) {
 // Start takes a reference to the Client (starting its loops if nothing
 // else did). It fails when called twice, after Shutdown, or when the
 // shared Client was closed (ErrClosed).
-func (a *Admin) Start(ctx context.Context) error {
-	if !a.state.CompareAndSwap(stateNew, stateRunning) {
-		return ErrStarted
-	}
-	if err := a.c.acquire(); err != nil {
-		a.state.Store(stateClosed)
-		return err
-	}
-	return nil
-}
+func (a *Admin) Start(ctx context.Context) error { return a.c.join(&a.state) }
 
 // Shutdown releases the Client, which closes every connection unless
 // other members still use it. Safe to call more than once.
 func (a *Admin) Shutdown(ctx context.Context) error {
-	switch a.state.Swap(stateClosed) {
-	case stateRunning:
-		a.c.release()
-	case stateNew:
-		if a.c.private {
-			a.c.closeIfIdle()
-		}
-	}
+	a.c.leave(&a.state)
 	return nil
 }
 

@@ -203,6 +203,33 @@ func (c *Client) acquire() error {
 	return nil
 }
 
+// join starts a member whose lifecycle state is state: new -> running,
+// with a reference to the Client. ErrStarted if it was not new; ErrClosed
+// (and the member closed) if the Client was.
+func (c *Client) join(state *atomic.Int32) error {
+	if !state.CompareAndSwap(stateNew, stateRunning) {
+		return ErrStarted
+	}
+	if err := c.acquire(); err != nil {
+		state.Store(stateClosed)
+		return err
+	}
+	return nil
+}
+
+// leave ends a member that has nothing to clean up: a running one drops
+// its reference, a never-started one closes its private Client.
+func (c *Client) leave(state *atomic.Int32) {
+	switch state.Swap(stateClosed) {
+	case stateRunning:
+		c.release()
+	case stateNew:
+		if c.private {
+			c.closeIfIdle()
+		}
+	}
+}
+
 // release drops a reference taken by acquire; the last one closes the
 // Client.
 func (c *Client) release() {

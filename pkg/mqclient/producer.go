@@ -91,11 +91,7 @@ func NewProducer(opts ...Option) (*Producer, error) {
 // fails only when called twice, after Shutdown, or when the shared Client
 // was closed (ErrClosed).
 func (p *Producer) Start(ctx context.Context) error {
-	if !p.state.CompareAndSwap(stateNew, stateRunning) {
-		return ErrStarted
-	}
-	if err := p.c.acquire(); err != nil {
-		p.state.Store(stateClosed)
+	if err := p.c.join(&p.state); err != nil {
 		return err
 	}
 	p.c.reg.addProducer(p)

@@ -66,28 +66,12 @@ func NewPullConsumer(group string, opts ...Option) (*PullConsumer, error) {
 // Start takes a reference to the Client (starting its loops if nothing
 // else did). It fails when called twice, after Shutdown, or when the
 // shared Client was closed (ErrClosed).
-func (pc *PullConsumer) Start(ctx context.Context) error {
-	if !pc.state.CompareAndSwap(stateNew, stateRunning) {
-		return ErrStarted
-	}
-	if err := pc.c.acquire(); err != nil {
-		pc.state.Store(stateClosed)
-		return err
-	}
-	return nil
-}
+func (pc *PullConsumer) Start(ctx context.Context) error { return pc.c.join(&pc.state) }
 
 // Shutdown releases the Client, which closes every connection unless
 // other members still use it. Safe to call more than once.
 func (pc *PullConsumer) Shutdown(ctx context.Context) error {
-	switch pc.state.Swap(stateClosed) {
-	case stateRunning:
-		pc.c.release()
-	case stateNew:
-		if pc.c.private {
-			pc.c.closeIfIdle()
-		}
-	}
+	pc.c.leave(&pc.state)
 	return nil
 }
 
