@@ -7,6 +7,7 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/testcontainers/testcontainers-go v0.45.0
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000
 )
 
 require (
@@ -47,7 +48,6 @@ require (
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	github.com/tidemq/tide/pkg/remoting v0.0.0-00010101000000-000000000000 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
 	github.com/tklauser/numcpus v0.12.0 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect

@@ -118,7 +118,7 @@ func ensureImages(root string) error {
 		return nil
 	}
 	t := time.Now()
-	if err := runLogged(root, filepath.Join(root, "deploy/images/build-apps.sh"), "nameserver", "broker", "order", "payment", "inventory", "console"); err != nil {
+	if err := runLogged(root, filepath.Join(root, "deploy/images/build-apps.sh"), "nameserver", "controller", "broker", "order", "payment", "inventory", "console"); err != nil {
 		return err
 	}
 	fmt.Printf("e2e: app images built from the current source (%.1fs)\n", time.Since(t).Seconds())

@@ -38,7 +38,7 @@ const (
 // images names every image the suite runs; env overrides for a machine
 // that has the official MariaDB/Redis images.
 type images struct {
-	mariadb, redis, nameserver, broker, order, payment, inventory, console string
+	mariadb, redis, nameserver, controller, broker, order, payment, inventory, console string
 }
 
 func imageNames() images {
@@ -47,6 +47,7 @@ func imageNames() images {
 		mariadb:    envOr("MARIADB_IMAGE", "local/mariadb:10.11"),
 		redis:      envOr("REDIS_IMAGE", "local/redis:7.0"),
 		nameserver: "tide/nameserver:" + tag,
+		controller: "tide/controller:" + tag,
 		broker:     "tide/broker:" + tag,
 		order:      "tide/order:" + tag,
 		payment:    "tide/payment:" + tag,
@@ -76,6 +77,7 @@ type node struct {
 type stack struct {
 	root string // repository root
 	img  images
+	mode string // modeController or modeMasterSlave (E2E_BROKER_MODE)
 	nw   *testcontainers.DockerNetwork
 
 	mu    sync.Mutex
@@ -89,7 +91,7 @@ type stack struct {
 // startStack starts every container and returns when all are ready. On
 // error the containers started so far are left in s for teardown.
 func startStack(ctx context.Context, root string, logw io.Writer) (*stack, error) {
-	s := &stack{root: root, img: imageNames(), nodes: map[string]*node{}, eps: map[string]string{}}
+	s := &stack{root: root, img: imageNames(), mode: brokerMode(), nodes: map[string]*node{}, eps: map[string]string{}}
 	nw, err := network.New(ctx, network.WithLabels(map[string]string{"org.tidemq.e2e": "true"}))
 	if err != nil {
 		return s, fmt.Errorf("network: %w", err)
@@ -120,15 +122,29 @@ func startStack(ctx context.Context, root string, logw io.Writer) (*stack, error
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	if err := parallel(
-		step{"mariadb", s.startMariaDB},
-		step{"redis", s.startRedis},
-		step{"namesrv1", func(ctx context.Context) error { return s.startNameServer(ctx, "namesrv1") }},
-		step{"namesrv2", func(ctx context.Context) error { return s.startNameServer(ctx, "namesrv2") }},
-	); err != nil {
+	first := []step{
+		{"mariadb", s.startMariaDB},
+		{"redis", s.startRedis},
+		{"namesrv1", func(ctx context.Context) error { return s.startNameServer(ctx, "namesrv1") }},
+		{"namesrv2", func(ctx context.Context) error { return s.startNameServer(ctx, "namesrv2") }},
+	}
+	if s.mode == modeController {
+		for i, name := range controllerNames {
+			first = append(first, step{name, func(ctx context.Context) error { return s.startController(ctx, i) }})
+		}
+	}
+	if err := parallel(first...); err != nil {
 		return s, err
 	}
-	if err := parallel(
+	if s.mode == modeController {
+		// one after the other: the controllers make the first replica to
+		// register the master, and the scenarios expect broker-a
+		for i, name := range []string{"broker-a", "broker-a-s"} {
+			if err := parallel(step{name, func(ctx context.Context) error { return s.startBroker(ctx, name, i) }}); err != nil {
+				return s, err
+			}
+		}
+	} else if err := parallel(
 		step{"broker-a", func(ctx context.Context) error { return s.startBroker(ctx, "broker-a", 0) }},
 		step{"broker-a-s", func(ctx context.Context) error { return s.startBroker(ctx, "broker-a-s", 1) }},
 	); err != nil {
@@ -215,11 +231,11 @@ func (s *stack) startNameServer(ctx context.Context, name string) error {
 	)
 }
 
-// brokerConf is broker-a's configuration: the compose demo's keys, with the
+// masterSlaveConf is broker-a's 4.x configuration (E2E_BROKER_MODE=masterslave): the compose demo's keys, with the
 // NameServers by alias, brokerIP1 left to the broker (the container's
 // address on the private network, which the HA port binds), fast
 // transaction check-backs and an authenticated HA port.
-func brokerConf(id int) string {
+func masterSlaveConf(id int) string {
 	role := "SYNC_MASTER"
 	if id > 0 {
 		role = "SLAVE"
@@ -242,9 +258,16 @@ haAuthSecret=e2e-ha-secret-0123456789
 }
 
 func (s *stack) startBroker(ctx context.Context, name string, id int) error {
+	conf := masterSlaveConf(id)
+	if s.mode == modeController {
+		var err error
+		if conf, err = controllerModeConf(s.root, name); err != nil {
+			return err
+		}
+	}
 	return s.run(ctx, name, s.img.broker,
 		testcontainers.WithFiles(testcontainers.ContainerFile{
-			Reader:            strings.NewReader(brokerConf(id)),
+			Reader:            strings.NewReader(conf),
 			ContainerFilePath: "/etc/tide/broker.conf",
 			FileMode:          0o644,
 		}),
@@ -415,6 +438,8 @@ func readyMarker(name string) string {
 		return "tide broker ready"
 	case strings.HasPrefix(name, "namesrv"):
 		return "nameserver started"
+	case strings.HasPrefix(name, "controller"):
+		return "controller running"
 	case name == "redis":
 		return "Ready to accept connections"
 	case name == "mariadb":
