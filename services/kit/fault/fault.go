@@ -23,6 +23,18 @@ var ErrUnknown = errors.New("fault: unknown switch")
 // ExitCode is the status a crash fault exits with.
 const ExitCode = 3
 
+// Names of the switches more than one service has.
+const (
+	// CrashAfterCommit: exit after a local transaction committed, before
+	// its transactional message is committed (END_TRANSACTION).
+	CrashAfterCommit = "crash_after_commit"
+	// CrashAfterEffect: exit after a consumer's effect committed, before
+	// the acknowledgement.
+	CrashAfterEffect = "crash_after_effect"
+	// DeliverTwice: every published message is sent a second time.
+	DeliverTwice = "deliver_twice"
+)
+
 // Status is one switch's state as the admin API shows it.
 type Status struct {
 	Name    string `json:"name"`

@@ -16,7 +16,7 @@ import (
 // import. A layer not listed (conf, fault) may import no sibling but
 // conf.
 var Allowed = map[string][]string{
-	"server":  {"service", "data", "conf", "fault"},
+	"server":  {"service", "conf", "fault"},
 	"service": {"biz", "conf"},
 	"biz":     {"conf", "fault"},
 	"data":    {"biz", "conf", "fault"},

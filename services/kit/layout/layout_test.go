@@ -26,6 +26,6 @@ func TestCheckFindsUpwardImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(bad) == 0 {
-		t.Fatal("server's imports of service and data not reported")
+		t.Fatal("server's import of service not reported")
 	}
 }

@@ -5,8 +5,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/gorm"
 )
 
@@ -27,4 +29,40 @@ func Ping(ctx context.Context, db *gorm.DB, rdb *redis.Client) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
+}
+
+// RedisConfig is what a service's configuration says about Redis: the
+// generated conf.Data_Redis of inventory and payment satisfies it.
+type RedisConfig interface {
+	GetAddr() string
+	GetPassword() string
+	GetDb() int32
+	GetDialTimeout() *durationpb.Duration
+	GetReadTimeout() *durationpb.Duration
+	GetWriteTimeout() *durationpb.Duration
+}
+
+// NewRedis returns the Redis client c describes: dial timeout 1 s and
+// read/write timeouts 500 ms unless c sets them. Context deadlines
+// (idempotent.Options.RedisTimeout) bound each call, so a hung Redis
+// triggers the pattern packages' fallback policy fast. The caller closes
+// it.
+func NewRedis(c RedisConfig) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  c.GetAddr(),
+		Password:              c.GetPassword(),
+		DB:                    int(c.GetDb()),
+		DialTimeout:           durationOr(c.GetDialTimeout().AsDuration(), time.Second),
+		ReadTimeout:           durationOr(c.GetReadTimeout().AsDuration(), 500*time.Millisecond),
+		WriteTimeout:          durationOr(c.GetWriteTimeout().AsDuration(), 500*time.Millisecond),
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// durationOr is d, or def when d is not positive.
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }

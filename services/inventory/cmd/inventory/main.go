@@ -12,7 +12,9 @@ import (
 	"log/slog"
 
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/cleanup"
 )
@@ -25,6 +27,12 @@ var (
 
 func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler, cu *cleanup.Service) *kratos.App {
 	return boot.App(Name, Version, logger, gs, hs, cs, rc, cu)
+}
+
+// newReadiness is the /readyz check: the database and Redis answer and
+// the consumer runs (it started, so the NameServers answered).
+func newReadiness(d *data.Data, c *server.ConsumerServer) api.Ready {
+	return api.AllReady(d.Ping, api.Started("consumer", c.Running))
 }
 
 func main() { boot.Main(Name, "configs", run) }

@@ -21,5 +21,5 @@ import (
 // wireApp builds the kratos application.
 func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
-		newApp))
+		wire.Bind(new(service.Relay), new(*data.Outbox)), newReadiness, newApp))
 }

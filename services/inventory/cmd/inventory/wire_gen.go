@@ -36,17 +36,23 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	set := data.NewFaults(fault, messaging, slogLogger)
 	outbox := data.NewOutbox(dataData, producer, set, messaging, slogLogger)
 	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, slogLogger)
-	inventoryService := service.NewInventoryService(stockUsecase, slogLogger)
-	input := service.NewInput(logger)
-	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
 	registry := data.NewRegistry()
-	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, dataData, outbox, set, registry, slogLogger)
+	dedup, err := data.NewDedup(dataData, messaging, registry, slogLogger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	ready := server.NewReadiness(dataData, consumerServer)
+	inventoryService := service.NewInventoryService(stockUsecase, dedup, slogLogger)
+	input := service.NewInput(logger)
+	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
+	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, outbox, set, registry, slogLogger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	ready := newReadiness(dataData, consumerServer)
 	runner, err := data.NewRunner(dataData, registry, slogLogger)
 	if err != nil {
 		cleanup3()
@@ -76,7 +82,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		cleanup2()
 		return nil, nil, err
 	}
-	cleanupService, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
 	if err != nil {
 		cleanup4()
 		cleanup3()

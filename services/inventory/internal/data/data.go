@@ -13,7 +13,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -24,22 +23,18 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/kit/store"
+	"github.com/tidemq/tide/services/kit/telemetry"
 	"github.com/tidemq/tide/services/kit/topics"
 )
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox,
-	NewRunner, NewRepairLog, NewOrderLookup, wire.Bind(new(biz.ReservedLister), new(*Data)),
+	NewRunner, NewRepairLog, NewOrderLookup, NewDedup, NewCleanup, wire.Bind(new(biz.ReservedLister), new(*Data)),
 	wire.Bind(new(biz.EventPublisher), new(*Outbox)), wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
 // NewRegistry returns the service's Prometheus registry (served on
-// /metrics) with the Go runtime and process collectors; the pattern
-// packages register their metrics in it.
-func NewRegistry() *prometheus.Registry {
-	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return r
-}
+// /metrics; kit/telemetry.NewRegistry).
+func NewRegistry() *prometheus.Registry { return telemetry.NewRegistry() }
 
 // Data holds the database and Redis clients. Safe for concurrent use.
 type Data struct {
@@ -80,18 +75,7 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 			return nil, nil, err
 		}
 	}
-	rc := c.GetRedis()
-	rdb := redis.NewClient(&redis.Options{
-		Addr:         rc.GetAddr(),
-		Password:     rc.GetPassword(),
-		DB:           int(rc.GetDb()),
-		DialTimeout:  durationOr(rc.GetDialTimeout().AsDuration(), time.Second),
-		ReadTimeout:  durationOr(rc.GetReadTimeout().AsDuration(), 500*time.Millisecond),
-		WriteTimeout: durationOr(rc.GetWriteTimeout().AsDuration(), 500*time.Millisecond),
-		// Context deadlines (idempotent.Options.RedisTimeout) bound
-		// each call, so a hung Redis triggers the fallback policy fast.
-		ContextTimeoutEnabled: true,
-	})
+	rdb := store.NewRedis(c.GetRedis())
 	d := &Data{db: db, rdb: rdb, log: l}
 	cleanup := func() {
 		if err := rdb.Close(); err != nil {
@@ -102,13 +86,6 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 		}
 	}
 	return d, cleanup, nil
-}
-
-func durationOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // readCommitted returns dsn with the session isolation level set to READ

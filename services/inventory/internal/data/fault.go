@@ -9,8 +9,8 @@ import (
 
 // Fault switch names of the inventory service (contract.md).
 const (
-	FaultCrashAfterEffect = "crash_after_effect"
-	FaultDeliverTwice     = "deliver_twice"
+	FaultCrashAfterEffect = fault.CrashAfterEffect
+	FaultDeliverTwice     = fault.DeliverTwice
 )
 
 // NewFaults returns the service's fault switches, with those the config

@@ -275,3 +275,11 @@ func (o *Outbox) Pending(ctx context.Context) (int64, error) {
 	err := o.data.db.WithContext(ctx).Model(&outboxRow{}).Where("sent_at IS NULL").Count(&n).Error
 	return n, err
 }
+
+// durationOr is d, or def when d is not positive.
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

@@ -1,29 +1,23 @@
 package server
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
-	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/kit/topics"
 )
 
 // ConsumerServer is the inventory service's messaging, as one Kratos
@@ -31,7 +25,8 @@ import (
 // and the outbox relay that publishes inventory-events. On Start it first
 // makes sure both topics exist.
 //
-// Each order event goes through, outermost first:
+// Each order event goes through, outermost first (2 to 4 are
+// service.InventoryService.OrderEventsHandler with data.NewDedup):
 //
 //  1. crash_after_effect (fault): exit after the effect committed, before
 //     the ack;
@@ -51,10 +46,12 @@ type ConsumerServer struct {
 	*consume.Server
 }
 
-// NewConsumerServer subscribes the service to order events.
-func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.Data, relay *data.Outbox, faults *fault.Set,
+// NewConsumerServer subscribes the service to order events
+// (service.InventoryService.OrderEventsHandler) and runs relay beside the
+// consumer.
+func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, relay service.Relay, faults *fault.Set,
 	reg prometheus.Registerer, l *slog.Logger) (*ConsumerServer, error) {
-	ns := data.SplitAddrs(c.GetNameServers())
+	ns := topics.SplitAddrs(c.GetNameServers())
 	if len(ns) == 0 {
 		return nil, errors.New("server: messaging.name_servers is empty")
 	}
@@ -63,13 +60,7 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.D
 		group = eventv1.GroupInventory
 	}
 	cl := l.With("module", "inventory/consumer")
-	guard, err := ordered.New(d.Gorm(), group+"/order-events", ordered.WithPolicy(ordered.Lenient),
-		ordered.WithLogger(cl), ordered.WithRegisterer(reg))
-	if err != nil {
-		return nil, err
-	}
-	idem, err := idempotent.New(d.Gorm(), d.Redis(), idempotent.Options{Group: group, Handler: "order-events",
-		Key: versionKey, RedisPolicy: idempotent.FailClosedDB, ClaimTTL: 30 * time.Second, Logger: cl, Registerer: reg})
+	handler, err := s.OrderEventsHandler(group, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -77,28 +68,16 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, d *data.D
 	if err != nil {
 		return nil, err
 	}
-	handler := idem.Wrap(guard.Effect(func(ctx context.Context, tx *gorm.DB, ev ordered.Event) error {
-		return s.HandleOrderEvent(data.WithTx(ctx, tx), ev.Msg)
-	}))
 	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
-		tracing.Middleware(tracing.Options{}), m.Middleware(group), consume.LogOutcome(cl, group), consume.CrashAfterEffect(faults, data.FaultCrashAfterEffect))}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c), mqclient.WithLogger(l),
+		tracing.Middleware(tracing.Options{}), m.Middleware(group), consume.LogOutcome(cl, group), consume.CrashAfterEffect(faults, fault.CrashAfterEffect))}
+	base := topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
+	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(base, mqclient.WithLogger(l),
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...), kratosmq.WithLogger(l))
 	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, handler, opts...); err != nil {
 		return nil, err
 	}
-	cs := consume.NewServer(mq, data.ClientOptions(c), eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents)
+	cs := consume.NewServer(mq, base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents)
 	cs.Before, cs.After = relay.Start, relay.Stop
 	return &ConsumerServer{cs}, nil
-}
-
-// versionKey is the idempotency key of an order event: order id and
-// version (ordered.Stamp's), the same for every delivery of one event.
-func versionKey(m *mqclient.MessageExt) (string, error) {
-	key, v, err := ordered.VersionOf(m)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s/%d", key, v), nil
 }

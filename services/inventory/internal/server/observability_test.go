@@ -3,9 +3,6 @@ package server
 import (
 	"context"
 	nethttp "net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
 
 // TestServerTraceSpans: an order service stand-in's trace (an HTTP call
@@ -83,29 +81,14 @@ accounts:
 // messaging.access_key/secret_key, so an order's stock is reserved and
 // StockReserved delivered, while an unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plain_acl.yml")
-	if err := os.WriteFile(path, []byte(inventoryACL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := topicstest.ACLFile(t, inventoryACL)
 	s := startStack(t, false, func(c *stackConfig) {
 		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
 		c.creds = mqclient.Credentials{AccessKey: "inventoryKey", SecretKey: "inventorySecret"}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	unsigned, err := mqclient.NewProducer(mqclient.WithNameServers(s.ns), mqclient.WithProducerGroup("test-unsigned"),
-		mqclient.WithRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unsigned.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer unsigned.Shutdown(context.Background())
-	if _, err := unsigned.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderEvents, Body: []byte("x")}); err == nil ||
-		!strings.Contains(err.Error(), "No accessKey") {
-		t.Fatalf("unsigned send: %v, want a refusal", err)
-	}
+	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicOrderEvents)
 
 	got := make(chan string, 4)
 	c, err := mqclient.NewPushConsumer("test-acl-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)

@@ -30,6 +30,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
@@ -88,10 +89,14 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	t.Cleanup(pclean)
 	reg := data.NewRegistry()
+	dedup, err := data.NewDedup(d, mc, reg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
 	faults := data.NewFaults(&conf.Fault{Admin: true}, mc, l)
 	ob := data.NewOutbox(d, p, faults, mc, l)
 	uc := biz.NewStockUsecase(data.NewProductRepo(d), data.NewReservationRepo(d), d, ob, l)
-	svc := service.NewInventoryService(uc, l)
+	svc := service.NewInventoryService(uc, dedup, l)
 	orders, rclean, err := data.NewOrderLookup(&conf.Reconcile{})
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +112,11 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	recon := biz.NewReservationsJob(&conf.Reconcile{MinAge: durationpb.New(0)}, d, orders, uc, repairs)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	cs, err := NewConsumerServer(mc, svc, d, ob, faults, reg, l)
+	cs, err := NewConsumerServer(mc, svc, ob, faults, reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), NewReadiness(d, cs), faults, reg, service.NewReconcileJobs(runner, recon, l))
+	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), api.AllReady(d.Ping, api.Started("consumer", cs.Running)), faults, reg, service.NewReconcileJobs(runner, recon, l))
 	gs := NewGRPCServer(sc, svc, service.NewInput(log.DefaultLogger))
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // runs after the Stop cleanups below (LIFO)

@@ -4,24 +4,62 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
+	"github.com/tidemq/tide/services/kit/consume"
 )
 
 // InventoryService serves the Inventory API and handles order events.
 type InventoryService struct {
 	v1.UnimplementedInventoryServer
 
-	uc  *biz.StockUsecase
-	log *slog.Logger
+	uc    *biz.StockUsecase
+	dedup consume.Dedup
+	log   *slog.Logger
 }
 
-// NewInventoryService returns the service.
-func NewInventoryService(uc *biz.StockUsecase, l *slog.Logger) *InventoryService {
-	return &InventoryService{uc: uc, log: l}
+// NewInventoryService returns the service; dedup makes the order events'
+// handler idempotent and ordered (OrderEventsHandler).
+func NewInventoryService(uc *biz.StockUsecase, dedup consume.Dedup, l *slog.Logger) *InventoryService {
+	return &InventoryService{uc: uc, dedup: dedup, log: l}
+}
+
+// OrderEventsHandler returns the handler of order-events for group:
+// HandleOrderEvent inside the dedup (Redis fast path and in-progress
+// claim; as the first statement of the transaction the dedup record,
+// handler order-events, key "<order id>/<version>", so a duplicate, a
+// redelivery or deliver_twice's second message, is acknowledged without
+// effect; then the ordered guard), the stock command and its outbox row
+// in the same transaction. Its metrics go to reg.
+func (s *InventoryService) OrderEventsHandler(group string, reg prometheus.Registerer) (mqclient.Handler, error) {
+	return s.dedup.Wrap(idempotent.Options{Group: group, Handler: "order-events", Key: versionKey,
+		RedisPolicy: idempotent.FailClosedDB, ClaimTTL: 30 * time.Second, Logger: s.log.With("module", "inventory/consumer"),
+		Registerer: reg}, s.HandleOrderEvent)
+}
+
+// versionKey is the idempotency key of an order event: order id and
+// version (ordered.Stamp's), the same for every delivery of one event.
+func versionKey(m *mqclient.MessageExt) (string, error) {
+	key, v, err := ordered.VersionOf(m)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s/%d", key, v), nil
+}
+
+// Relay publishes the outbox's events (data.Outbox); the consumer server
+// runs it while the consumer runs.
+type Relay interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
 }
 
 func product(p *biz.Product) *v1.Product {

@@ -12,9 +12,11 @@ import (
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"log/slog"
 
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/order/internal/conf"
+	"github.com/tidemq/tide/services/order/internal/data"
 	"github.com/tidemq/tide/services/order/internal/server"
 )
 
@@ -27,6 +29,13 @@ var (
 
 func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.Consumer, sw *server.Sweeper, cu *cleanup.Service) *kratos.App {
 	return boot.App(Name, Version, logger, gs, hs, cs, sw, cu)
+}
+
+// newReadiness is the /readyz check: the database and Redis answer (d)
+// and the consumers are running (they started, so the broker's
+// NameServers answered).
+func newReadiness(d *data.Data, c *server.Consumer) api.Ready {
+	return api.AllReady(d.Ready, api.Started("consumers", c.Running))
 }
 
 func main() { boot.Main(Name, "../../configs", run) }

@@ -52,7 +52,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	orderService := service.NewOrderService(orderUsecase)
 	input := service.NewInput(logger)
 	grpcServer := server.NewGRPCServer(confServer, orderService, input)
-	eventService, err := service.NewEventService(orderUsecase, registry)
+	dedup := data.NewDedup(dataData)
+	eventService, err := service.NewEventService(orderUsecase, dedup, registry)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -60,7 +61,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		cleanup2()
 		return nil, nil, err
 	}
-	consumer, err := server.NewConsumer(mq, eventService, dataData, set, registry)
+	consumer, err := server.NewConsumer(mq, eventService, set, registry)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -68,10 +69,10 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		cleanup2()
 		return nil, nil, err
 	}
-	ready := server.NewReadiness(dataData, consumer)
+	ready := newReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
 	sweeper := server.NewSweeper(order, eventService, logger)
-	cleanupService, err := server.NewCleanup(cleanup, dataData, registry)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry)
 	if err != nil {
 		cleanup5()
 		cleanup4()

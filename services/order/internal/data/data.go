@@ -14,29 +14,24 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/services/kit/store"
+	"github.com/tidemq/tide/services/kit/telemetry"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewSender, NewScheduler, NewOrderRepo, NewTransaction,
-	NewEventPublisher, NewCatalog, NewCancelTimer, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
+	NewEventPublisher, NewCatalog, NewCancelTimer, NewDedup, NewCleanup, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
 // NewRegistry returns the service's Prometheus registry (served on
-// /metrics) with the Go runtime and process collectors; the pattern
-// packages register their metrics in it.
-func NewRegistry() *prometheus.Registry {
-	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return r
-}
+// /metrics; kit/telemetry.NewRegistry).
+func NewRegistry() *prometheus.Registry { return telemetry.NewRegistry() }
 
 // Data holds the service's connections. It is safe for concurrent use.
 type Data struct {

@@ -27,9 +27,9 @@ import (
 
 // Fault switch names of the order service (contract.md).
 const (
-	FaultCrashAfterCommit = "crash_after_commit"
-	FaultCrashAfterEffect = "crash_after_effect"
-	FaultDeliverTwice     = "deliver_twice"
+	FaultCrashAfterCommit = fault.CrashAfterCommit
+	FaultCrashAfterEffect = fault.CrashAfterEffect
+	FaultDeliverTwice     = fault.DeliverTwice
 )
 
 // NewFaults returns the service's fault switches, with those the config

@@ -1,25 +1,21 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/order/internal/conf"
-	"github.com/tidemq/tide/services/order/internal/data"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
@@ -27,12 +23,7 @@ import (
 // (pkg/mqclient/kratosmq):
 //
 //   - group order-service, ordered per order id: inventory-events and
-//     payment-events. Each handler is wrapped by pkg/mqclient/idempotent
-//     (Redis fast path and in-progress claim, key topic/order/seq); the
-//     durable dedup record is order_timeline's unique (order_id, topic,
-//     seq), written in the transaction of the effect (the order change and,
-//     for transitions that publish, its txmsg fence row), so Redis is only
-//     ever an optimisation (FailOpen).
+//     payment-events, through EventService.EventsHandler (idempotent).
 //   - group order-timer, concurrent: the delayed cancellations on
 //     order-cancel-timer (pkg/mqclient/delay messages). A timer delivered
 //     before its time is refused (delay.ErrEarly) and comes back later.
@@ -48,24 +39,23 @@ type Consumer struct {
 
 // NewConsumer subscribes the handlers of events (service.EventService);
 // it connects on Start.
-func NewConsumer(c *conf.MQ, events *service.EventService, d *data.Data, faults *fault.Set, reg prometheus.Registerer) (*Consumer, error) {
+func NewConsumer(c *conf.MQ, events *service.EventService, faults *fault.Set, reg prometheus.Registerer) (*Consumer, error) {
 	sl := slog.Default().With("module", "order/consumer")
-	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c),
+	base := topics.ClientOptions(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey())
+	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(base,
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))
 	m, err := mqmetrics.New(reg)
 	if err != nil {
 		return nil, err
 	}
-	idem, err := idempotent.New(nil, d.Redis(), idempotent.Options{Group: eventv1.GroupOrder, Handler: "order-events",
-		Key: service.EventKey, RedisPolicy: idempotent.FailOpen, ClaimTTL: 30 * time.Second, Logger: sl, Registerer: reg})
+	handler, err := events.EventsHandler()
 	if err != nil {
 		return nil, err
 	}
 	common := func(group string) []mqclient.Option {
 		return []mqclient.Option{mqclient.WithMiddleware(middleware.Recover(sl), tracing.Middleware(tracing.Options{}),
-			m.Middleware(group), consume.LogOutcome(sl, group), consume.CrashAfterEffect(faults, data.FaultCrashAfterEffect))}
+			m.Middleware(group), consume.LogOutcome(sl, group), consume.CrashAfterEffect(faults, fault.CrashAfterEffect))}
 	}
-	handler := idem.Wrap(func(ctx context.Context, _ *gorm.DB, m *mqclient.MessageExt) error { return events.HandleEvent(ctx, m) })
 	expr := func(tags ...string) string { return strings.Join(tags, " || ") }
 	opts := append(common(eventv1.GroupOrder), mqclient.WithOrdered())
 	if err := srv.Subscribe(eventv1.GroupOrder, eventv1.TopicInventoryEvents,
@@ -80,6 +70,6 @@ func NewConsumer(c *conf.MQ, events *service.EventService, d *data.Data, faults 
 		common(eventv1.GroupOrderTimer)...); err != nil {
 		return nil, err
 	}
-	return &Consumer{consume.NewServer(srv, data.ClientOptions(c), eventv1.TopicInventoryEvents,
+	return &Consumer{consume.NewServer(srv, base, eventv1.TopicInventoryEvents,
 		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer)}, nil
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
 
 // TestServerTraceSpans: one trace follows an order from POST /v1/orders
@@ -130,30 +129,12 @@ accounts:
 // mq.access_key/secret_key, so the flow works, while an unsigned client
 // is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plain_acl.yml")
-	if err := os.WriteFile(path, []byte(orderACL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := topicstest.ACLFile(t, orderACL)
 	s := startStack(t, time.Hour, func(c *stackConfig) {
 		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
 		c.creds = mqclient.Credentials{AccessKey: "orderKey", SecretKey: "orderSecret"}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	unsigned, err := mqclient.NewProducer(mqclient.WithNameServers(s.namesrv), mqclient.WithProducerGroup("test-unsigned"),
-		mqclient.WithRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unsigned.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer unsigned.Shutdown(context.Background())
-	if _, err := unsigned.Send(ctx, &mqclient.Message{Topic: eventv1.TopicOrderEvents, Body: []byte("x")}); err == nil ||
-		!strings.Contains(err.Error(), "No accessKey") {
-		t.Fatalf("unsigned send: %v, want a refusal", err)
-	}
+	topicstest.RefusesUnsigned(t, s.namesrv, eventv1.TopicOrderEvents)
 
 	o, code, body := s.httpCreate(t, `{"user_id":"u-acl","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {

@@ -158,15 +158,15 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		data.NewCancelTimer(sch), oc, logger)
 	svc := service.NewOrderService(uc)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	events, err := service.NewEventService(uc, reg)
+	events, err := service.NewEventService(uc, data.NewDedup(d), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := NewConsumer(mq, events, d, faults, reg)
+	cons, err := NewConsumer(mq, events, faults, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := NewHTTPServer(sc, svc, service.NewInput(logger), NewReadiness(d, cons), faults, reg)
+	hs := NewHTTPServer(sc, svc, service.NewInput(logger), api.AllReady(d.Ready, api.Started("consumers", cons.Running)), faults, reg)
 	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
 	sw := NewSweeper(oc, events, logger)
 

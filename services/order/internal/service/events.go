@@ -14,6 +14,8 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/order/internal/biz"
 )
 
@@ -22,18 +24,21 @@ import (
 // (HandleEvent) and the delayed cancellation timers (HandleTimer). The
 // server subscribes them; it is safe for concurrent use.
 type EventService struct {
-	uc  *biz.OrderUsecase
-	log *slog.Logger
+	uc    *biz.OrderUsecase
+	dedup consume.Dedup
+	reg   prometheus.Registerer
+	log   *slog.Logger
 
 	timerFired    *prometheus.CounterVec
 	timerLateness prometheus.Histogram
 }
 
-// NewEventService returns the handlers; their timer metrics
-// (tide_order_timer_fired_total, tide_order_timer_lateness_seconds) go
-// to reg.
-func NewEventService(uc *biz.OrderUsecase, reg prometheus.Registerer) (*EventService, error) {
-	s := &EventService{uc: uc, log: slog.Default().With("module", "order/consumer"),
+// NewEventService returns the handlers; dedup makes the events' handler
+// idempotent (EventsHandler). Their metrics (the timers'
+// tide_order_timer_fired_total and tide_order_timer_lateness_seconds,
+// the dedup's) go to reg.
+func NewEventService(uc *biz.OrderUsecase, dedup consume.Dedup, reg prometheus.Registerer) (*EventService, error) {
+	s := &EventService{uc: uc, dedup: dedup, reg: reg, log: slog.Default().With("module", "order/consumer"),
 		timerFired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tide_order_timer_fired_total",
 			Help: "Cancellation timers delivered, by result (handled, early, error)."}, []string{"result"}),
 		timerLateness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tide_order_timer_lateness_seconds",
@@ -45,6 +50,18 @@ func NewEventService(uc *biz.OrderUsecase, reg prometheus.Registerer) (*EventSer
 		}
 	}
 	return s, nil
+}
+
+// EventsHandler returns the handler of inventory-events and
+// payment-events: HandleEvent made idempotent by the dedup (Redis fast
+// path and in-progress claim, key EventKey). Redis is only ever an
+// optimisation (FailOpen): the durable dedup record is order_timeline's
+// unique (order_id, topic, seq), written in the transaction of the effect
+// (the order change and, for transitions that publish, its txmsg fence
+// row).
+func (s *EventService) EventsHandler() (mqclient.Handler, error) {
+	return s.dedup.Wrap(idempotent.Options{Group: eventv1.GroupOrder, Handler: "order-events", Key: EventKey,
+		RedisPolicy: idempotent.FailOpen, ClaimTTL: 30 * time.Second, Logger: s.log, Registerer: s.reg}, s.HandleEvent)
 }
 
 // orderEvent is what every event payload has.

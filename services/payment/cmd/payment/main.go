@@ -13,14 +13,17 @@ import (
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/cleanup"
+	"github.com/tidemq/tide/services/kit/telemetry"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
+	"github.com/tidemq/tide/services/payment/internal/data"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/server"
 )
@@ -57,14 +60,16 @@ func newFaults(f *conf.Fault, l *slog.Logger) *fault.Set {
 
 // newRegistry is the service's Prometheus registry (GET /metrics): Go and
 // process collectors plus the pattern packages' metrics.
-func newRegistry() *prometheus.Registry {
-	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return r
-}
+func newRegistry() *prometheus.Registry { return telemetry.NewRegistry() }
 
 // newMQMetrics registers mqclient's producer and consumer metrics.
 func newMQMetrics(r prometheus.Registerer) (*metrics.Metrics, error) { return metrics.New(r) }
+
+// newReadiness is the /readyz check: the database, Redis and a
+// NameServer answer.
+func newReadiness(d *data.Data, m *conf.Messaging) api.Ready {
+	return api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(m.GetNameServers())))
+}
 
 func main() { boot.Main(Name, "configs", run) }
 

@@ -23,5 +23,5 @@ import (
 func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
-		newFaults, newOptions, newApp))
+		wire.Bind(new(service.Statements), new(*data.Gateway)), newReadiness, newFaults, newOptions, newApp))
 }

@@ -55,9 +55,11 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	options := newOptions(messaging)
 	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, slogLogger)
-	paymentService := service.NewPaymentService(paymentUsecase, slogLogger)
+	dedup := data.NewDedup(dataData)
+	paymentService := service.NewPaymentService(paymentUsecase, dedup, slogLogger)
 	input := service.NewInput(logger)
 	grpcServer := server.NewGRPCServer(confServer, paymentService, input)
+	gatewayService := service.NewGatewayService(gateway)
 	runner, err := data.NewRunner(reconcile, dataData, registry, slogLogger)
 	if err != nil {
 		cleanup4()
@@ -69,9 +71,9 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	paymentsJob := biz.NewPaymentsJob(reconcile, paymentUsecase, ledger, gateway, orderReader)
 	brokerCheck := data.NewBrokerJob(reconcile, messaging)
 	jobs := service.NewReconcileJobs(runner, paymentsJob, brokerCheck, slogLogger)
-	ready := server.NewReadiness(dataData, messaging)
-	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gateway, jobs, v, registry, ready, input)
-	consumerServer, err := server.NewConsumerServer(messaging, dataData, paymentService, v, registry, metrics, slogLogger)
+	ready := newReadiness(dataData, messaging)
+	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gatewayService, jobs, v, registry, ready, input)
+	consumerServer, err := server.NewConsumerServer(messaging, paymentService, v, registry, metrics, slogLogger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -85,7 +87,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		cleanup2()
 		return nil, nil, err
 	}
-	cleanupService, err := server.NewCleanup(cleanup, dataData, registry, slogLogger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
 	if err != nil {
 		cleanup4()
 		cleanup3()

@@ -29,7 +29,7 @@ import (
 
 // ProviderSet is data providers.
 var ProviderSet = wire.NewSet(NewData, NewPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyStore,
-	NewGateway, NewTransaction, NewOrderReader, NewLedger, NewBrokerJob, NewRunner,
+	NewGateway, NewTransaction, NewOrderReader, NewLedger, NewBrokerJob, NewRunner, NewDedup, NewCleanup,
 	wire.Bind(new(biz.Gateway), new(*Gateway)), wire.Bind(new(biz.Statement), new(*Gateway)),
 	wire.Bind(new(biz.Publisher), new(*Publisher)))
 
@@ -87,18 +87,7 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 		sqlDB.Close()
 		return nil, nil, err
 	}
-	rc := c.GetRedis()
-	rdb := redis.NewClient(&redis.Options{
-		Addr:         rc.GetAddr(),
-		Password:     rc.GetPassword(),
-		DB:           int(rc.GetDb()),
-		DialTimeout:  durationOr(rc.GetDialTimeout().AsDuration(), time.Second),
-		ReadTimeout:  durationOr(rc.GetReadTimeout().AsDuration(), 500*time.Millisecond),
-		WriteTimeout: durationOr(rc.GetWriteTimeout().AsDuration(), 500*time.Millisecond),
-		// Context deadlines (idempotent.Options.RedisTimeout) bound
-		// each call, so a hung Redis triggers the fallback policy fast.
-		ContextTimeoutEnabled: true,
-	})
+	rdb := store.NewRedis(c.GetRedis())
 	d := &Data{db: db, keys: keys, rdb: rdb, log: l}
 	cleanup := func() {
 		if err := rdb.Close(); err != nil {
@@ -144,13 +133,6 @@ func readCommitted(dsn string) (string, error) {
 	}
 	cfg.Params[name] = "'READ-COMMITTED'"
 	return cfg.FormatDSN(), nil
-}
-
-func durationOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // WithTx returns ctx carrying tx, so that repositories called with it

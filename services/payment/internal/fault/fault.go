@@ -18,7 +18,7 @@ import (
 const (
 	// CrashAfterCommit: exit after the local debit committed, before
 	// END_TRANSACTION.
-	CrashAfterCommit = "crash_after_commit"
+	CrashAfterCommit = kit.CrashAfterCommit
 	// CrashBeforeCommit: exit inside the local transaction, before COMMIT.
 	CrashBeforeCommit = "crash_before_commit"
 	// SlowLocalTx: hold the local transaction open for the delay.
@@ -29,9 +29,9 @@ const (
 	GatewayDuplicateCallback = "gateway_duplicate_callback"
 	// CrashAfterEffect: exit after a consumer's transaction committed,
 	// before the acknowledgement.
-	CrashAfterEffect = "crash_after_effect"
+	CrashAfterEffect = kit.CrashAfterEffect
 	// DeliverTwice: every published message is sent a second time.
-	DeliverTwice = "deliver_twice"
+	DeliverTwice = kit.DeliverTwice
 )
 
 // Names lists every switch, in the order GET /v1/faults shows them.

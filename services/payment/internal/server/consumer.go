@@ -1,29 +1,23 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/consume"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/conf"
-	"github.com/tidemq/tide/services/payment/internal/data"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
-
-// HandlerOrderCancelled names the OrderCancelled handler's dedup records.
-const HandlerOrderCancelled = "order-cancelled"
 
 // ConsumerServer consumes OrderCancelled from order-events to refuse and
 // refund late payments, as a kratosmq server. On Start it makes sure
@@ -43,14 +37,13 @@ type ConsumerServer struct {
 	*consume.Server
 }
 
-// NewConsumerServer subscribes the service to order cancellations. The
-// handler is idempotent (pkg/mqclient/idempotent: Redis fast path, dedup
-// record in mq_dedup committed with the cancellation mark), then refunds
-// the order's payment (itself idempotent), then honours the
-// crash_after_effect fault before the acknowledgement.
-func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentService, faults *fault.Set,
+// NewConsumerServer subscribes the service to order cancellations
+// (service.PaymentService.OrderCancelledHandler: idempotent, then refunds
+// the order's payment, itself idempotent, then honours the
+// crash_after_effect fault before the acknowledgement).
+func NewConsumerServer(c *conf.Messaging, s *service.PaymentService, faults *fault.Set,
 	reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*ConsumerServer, error) {
-	ns := data.SplitAddrs(c.GetNameServers())
+	ns := topics.SplitAddrs(c.GetNameServers())
 	if len(ns) == 0 {
 		return nil, errors.New("server: messaging.name_servers is empty")
 	}
@@ -58,7 +51,7 @@ func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentServic
 	if group == "" {
 		group = eventv1.GroupPayment
 	}
-	h, err := OrderCancelledHandler(group, d, s, faults, reg, l)
+	h, err := s.OrderCancelledHandler(group, func(attrs ...any) { faults.Crash(fault.CrashAfterEffect, attrs...) }, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -67,34 +60,10 @@ func NewConsumerServer(c *conf.Messaging, d *data.Data, s *service.PaymentServic
 	if c.GetDuplicateDelivery() {
 		opts = append(opts, mqclient.WithMiddleware(middleware.Duplicate()))
 	}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(data.ClientOptions(c), mqclient.WithLogger(l))...), kratosmq.WithLogger(l))
+	base := topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
+	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(base, mqclient.WithLogger(l))...), kratosmq.WithLogger(l))
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, h, opts...); err != nil {
 		return nil, err
 	}
-	return &ConsumerServer{consume.NewServer(mq, data.ClientOptions(c), eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents)}, nil
-}
-
-// OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
-// for group: service.HandleOrderCancelled, its mark made idempotent by
-// pkg/mqclient/idempotent (Redis fast path, dedup record in mq_dedup
-// committed with the cancellation mark).
-func OrderCancelledHandler(group string, d *data.Data, s *service.PaymentService, faults *fault.Set,
-	reg prometheus.Registerer, l *slog.Logger) (mqclient.Handler, error) {
-	idem, err := idempotent.New(d.Gorm(), d.Redis(), idempotent.Options{
-		Group: group, Handler: HandlerOrderCancelled,
-		Key: service.CancelledOrderID,
-		Payload: func(m *mqclient.MessageExt) ([]byte, error) {
-			k, err := service.CancelledOrderID(m)
-			return []byte(k), err
-		},
-		RedisPolicy: idempotent.FailClosedDB,
-		Logger:      l, Registerer: reg,
-	})
-	if err != nil {
-		return nil, err
-	}
-	mark := idem.Wrap(func(ctx context.Context, tx *gorm.DB, m *mqclient.MessageExt) error {
-		return s.MarkCancelledMessage(data.WithTx(ctx, tx), m)
-	})
-	return s.HandleOrderCancelled(group, mark, func(attrs ...any) { faults.Crash(fault.CrashAfterEffect, attrs...) }), nil
+	return &ConsumerServer{consume.NewServer(mq, base, eventv1.TopicOrderEvents, eventv1.TopicPaymentEvents)}, nil
 }

@@ -1,10 +1,6 @@
 package server
 
 import (
-	"math"
-	nethttp "net/http"
-
-	"github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,7 +12,6 @@ import (
 
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/services/payment/internal/conf"
-	"github.com/tidemq/tide/services/payment/internal/data"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
 
@@ -25,7 +20,7 @@ import (
 // statement, the reconciliation endpoints, /v1/faults (only when
 // fault.admin is on), /metrics, /healthz (the process runs) and /readyz
 // (database, Redis and the NameServer answer).
-func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *data.Gateway, rc *rechttp.Jobs,
+func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *service.GatewayService, rc *rechttp.Jobs,
 	faults *fault.Set, reg *prometheus.Registry, ready api.Ready, in *api.Input) *http.Server {
 	srv := in.NewHTTPServer(c.GetHttp())
 	api.RegisterHealth(srv, ready)
@@ -34,19 +29,7 @@ func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw
 	if fc.GetAdmin() {
 		srv.HandlePrefix("/v1/faults", fault.Handler(faults, in.EncodeError))
 	}
-	srv.HandleFunc("/v1/gateway/statement", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		after, err := api.QueryInt(r, "after", 0, math.MaxInt64, 0)
-		if err != nil {
-			in.EncodeError(w, r, err)
-			return
-		}
-		lines, err := gw.Statement(r.Context(), after, 1000)
-		if err != nil {
-			in.EncodeError(w, r, errors.ServiceUnavailable("UNAVAILABLE", "the gateway statement could not be read; it was logged").WithCause(err))
-			return
-		}
-		api.WriteJSON(w, nethttp.StatusOK, map[string]any{"lines": lines})
-	})
+	srv.HandleFunc("/v1/gateway/statement", gw.Statement(in.EncodeError))
 	r := srv.Route("/")
 	// The service reads the Idempotency-Key header through the transport
 	// in ctx; it wins over the body field.

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
 
 // TestServerTraceSpans: POST /v1/payments (Kratos' HTTP server span),
@@ -84,29 +83,14 @@ accounts:
 // reconciliation job sign with messaging.access_key/secret_key, while an
 // unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plain_acl.yml")
-	if err := os.WriteFile(path, []byte(paymentACL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := topicstest.ACLFile(t, paymentACL)
 	s := startStack(t, func(c *stackConfig) {
 		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
 		c.creds = mqclient.Credentials{AccessKey: "paymentKey", SecretKey: "paymentSecret"}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	unsigned, err := mqclient.NewProducer(mqclient.WithNameServers(s.ns), mqclient.WithProducerGroup("test-unsigned"),
-		mqclient.WithRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unsigned.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer unsigned.Shutdown(context.Background())
-	if _, err := unsigned.Send(ctx, &mqclient.Message{Topic: eventv1.TopicPaymentEvents, Body: []byte("x")}); err == nil ||
-		!strings.Contains(err.Error(), "No accessKey") {
-		t.Fatalf("unsigned send: %v, want a refusal", err)
-	}
+	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicPaymentEvents)
 
 	if r := s.pay(t, "acl-1", "oacl1", "u-alice", 5); r.status != 200 {
 		t.Fatalf("pay: %d %s", r.status, r.raw)

@@ -36,7 +36,9 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -234,7 +236,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	}
 	t.Cleanup(oclean)
 	s.uc = biz.NewPaymentUsecase(s.accts, data.NewPaymentRepo(d), keys, s.gw, orders, d, pub, s.faults, biz.Options{}, l)
-	s.svc = service.NewPaymentService(s.uc, l)
+	s.svc = service.NewPaymentService(s.uc, data.NewDedup(d), l)
 	rcConf := &conf.Reconcile{Repair: true}
 	runner, err := data.NewRunner(rcConf, d, s.reg, l)
 	if err != nil {
@@ -244,9 +246,10 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 		data.NewBrokerJob(rcConf, mc), l)
 
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, s.gw, s.rc, s.faults, s.reg, NewReadiness(d, mc), service.NewInput(log.DefaultLogger))
+	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, service.NewGatewayService(s.gw), s.rc, s.faults, s.reg,
+		api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(mc.GetNameServers()))), service.NewInput(log.DefaultLogger))
 	gs := NewGRPCServer(sc, s.svc, service.NewInput(log.DefaultLogger))
-	cs, err := NewConsumerServer(mc, d, s.svc, s.faults, s.reg, mm, l)
+	cs, err := NewConsumerServer(mc, s.svc, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,16 @@ import (
 	"log/slog"
 
 	"github.com/go-kratos/kratos/v2/transport"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
 
@@ -24,13 +27,15 @@ const IdempotencyHeader = "Idempotency-Key"
 type PaymentService struct {
 	v1.UnimplementedPaymentServer
 
-	uc  *biz.PaymentUsecase
-	log *slog.Logger
+	uc    *biz.PaymentUsecase
+	dedup consume.Dedup
+	log   *slog.Logger
 }
 
-// NewPaymentService returns the service.
-func NewPaymentService(uc *biz.PaymentUsecase, l *slog.Logger) *PaymentService {
-	return &PaymentService{uc: uc, log: l}
+// NewPaymentService returns the service; dedup makes the OrderCancelled
+// handler idempotent (OrderCancelledHandler).
+func NewPaymentService(uc *biz.PaymentUsecase, dedup consume.Dedup, l *slog.Logger) *PaymentService {
+	return &PaymentService{uc: uc, dedup: dedup, log: l}
 }
 
 func status(s biz.Status) v1.PaymentStatus {
@@ -139,10 +144,35 @@ func (s *PaymentService) MarkCancelledMessage(ctx context.Context, m *mqclient.M
 	return s.MarkCancelled(ctx, ev)
 }
 
+// HandlerOrderCancelled names the OrderCancelled handler's dedup records.
+const HandlerOrderCancelled = "order-cancelled"
+
+// OrderCancelledHandler returns the mqclient.Handler of OrderCancelled
+// for group: HandleOrderCancelled, its mark (MarkCancelledMessage) made
+// idempotent by the dedup (Redis fast path, dedup record in mq_dedup
+// committed with the cancellation mark, key and payload the order id).
+// crash is the crash_after_effect fault; the dedup's metrics go to reg.
+func (s *PaymentService) OrderCancelledHandler(group string, crash func(attrs ...any), reg prometheus.Registerer) (mqclient.Handler, error) {
+	mark, err := s.dedup.Wrap(idempotent.Options{
+		Group: group, Handler: HandlerOrderCancelled,
+		Key: CancelledOrderID,
+		Payload: func(m *mqclient.MessageExt) ([]byte, error) {
+			k, err := CancelledOrderID(m)
+			return []byte(k), err
+		},
+		RedisPolicy: idempotent.FailClosedDB,
+		Logger:      s.log, Registerer: reg,
+	}, s.MarkCancelledMessage)
+	if err != nil {
+		return nil, err
+	}
+	return s.HandleOrderCancelled(group, mark, crash), nil
+}
+
 // HandleOrderCancelled is the handler of order-events for group: other
 // tags are acknowledged without effect; an undecodable OrderCancelled
 // goes to the DLQ (middleware.Permanent); else mark (MarkCancelledMessage
-// made idempotent by the server) records the cancellation, the order's
+// made idempotent, see OrderCancelledHandler) records the cancellation, the order's
 // payment is refunded (RefundCancelled), and crash (the
 // crash_after_effect fault) runs before the acknowledgement.
 func (s *PaymentService) HandleOrderCancelled(group string, mark mqclient.Handler, crash func(attrs ...any)) mqclient.Handler {

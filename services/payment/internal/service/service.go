@@ -5,4 +5,4 @@ package service
 import "github.com/google/wire"
 
 // ProviderSet is service providers.
-var ProviderSet = wire.NewSet(NewPaymentService, NewReconcileJobs, NewInput)
+var ProviderSet = wire.NewSet(NewPaymentService, NewGatewayService, NewReconcileJobs, NewInput)

@@ -1,39 +1,30 @@
-package server
+package data
 
 import (
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
-	"github.com/tidemq/tide/services/payment/internal/conf"
-	"github.com/tidemq/tide/services/payment/internal/data"
+	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // The wired cleanup deletes the tide_tx_fence and mq_dedup rows older than
 // the default retention from the migrated database and keeps the recent
 // ones; a retention below the floor is refused.
 func TestCleanupDeletesOldRows(t *testing.T) {
-	db, rd := testenv.MariaDB(t), testenv.Redis(t)
-	d, closeData, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeData)
-	c, err := NewCleanup(&conf.Cleanup{}, d, prometheus.NewRegistry(), slog.Default())
+	d := newTestData(t)
+	c, err := NewCleanup(&conf.Cleanup{}, d, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cleanuptest.Verify(t, d.Gorm(), cleanup.DefaultRetention, cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, c.Cleaner.Clean)
 	short := &conf.Cleanup{Retention: durationpb.New(time.Hour)}
-	if _, err := NewCleanup(short, d, prometheus.NewRegistry(), slog.Default()); !errors.Is(err, cleanup.ErrInvalidOptions) {
+	if _, err := NewCleanup(short, d, prometheus.NewRegistry()); !errors.Is(err, cleanup.ErrInvalidOptions) {
 		t.Fatalf("retention 1h: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package data
 
 import (
 	"errors"
@@ -9,9 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
-	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
 )
@@ -20,13 +18,7 @@ import (
 // retention from the migrated database and keeps the recent ones; a
 // retention below the floor is refused.
 func TestCleanupDeletesOldRows(t *testing.T) {
-	db, rd := testenv.MariaDB(t), testenv.Redis(t)
-	d, closeData, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeData)
+	d, _ := newTestData(t)
 	c, err := NewCleanup(&conf.Cleanup{}, d, prometheus.NewRegistry(), slog.Default())
 	if err != nil {
 		t.Fatal(err)
