@@ -489,7 +489,11 @@ func retryable(err error) bool {
 func staleRoute(err error) bool {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		return pe.Code == protocol.TopicNotExist
+		// SERVICE_NOT_AVAILABLE is also a slave's answer to a send: the
+		// cached route names a master that was demoted (controller mode:
+		// a killed master restarted as a slave under its old address
+		// before this producer noticed the failover).
+		return pe.Code == protocol.TopicNotExist || pe.Code == protocol.ServiceNotAvailable
 	}
 	// A timeout counts too: a master that died without closing its
 	// connections (a killed container, a cut network) shows as requests

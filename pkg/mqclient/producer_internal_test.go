@@ -202,6 +202,7 @@ func TestStaleRoute(t *testing.T) {
 		{"closed", fmt.Errorf("send: %w", remoting.ErrClosed), true},
 		{"timeout (a killed master)", fmt.Errorf("send: %w", remoting.ErrTimeout), true},
 		{"topic not exist", &protocol.Error{Code: protocol.TopicNotExist}, true},
+		{"a slave's answer (a demoted master)", &protocol.Error{Code: protocol.ServiceNotAvailable}, true},
 		{"flush timeout", &protocol.Error{Code: protocol.FlushDiskTimeout}, false},
 		{"other", errors.New("boom"), false},
 	} {
@@ -268,5 +269,43 @@ func TestProducerAwaitsNewMaster(t *testing.T) {
 	}
 	if n := old.hung.Load(); n != 1 {
 		t.Errorf("the dead master got %d requests, want 1 (only the send in flight at its death)", n)
+	}
+}
+
+// TestProducerLeavesADemotedMaster: the producer's cached route names a
+// master that was demoted meanwhile (a killed master restarted as a slave
+// under its old address, the controller having elected its slave); the
+// NameServer names the new master. The demoted broker answers the send
+// SERVICE_NOT_AVAILABLE, as a slave does; the producer looks the route up
+// again and the retry reaches the new master. Before, every retry went to
+// the cached address until the periodic route refresh (30 s).
+func TestProducerLeavesADemotedMaster(t *testing.T) {
+	old, successor := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-a")
+	var master atomic.Value
+	master.Store(old.addr)
+	ns := remoting.NewServer(remoting.ServerOptions{})
+	ns.HandleFunc(protocol.GetRouteInfoByTopic, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		r := protocol.TopicRouteData{
+			BrokerDatas: []protocol.BrokerData{{Cluster: "c", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: master.Load().(string)}}},
+			QueueDatas:  []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
+		}
+		resp := protocol.NewResponse(req, protocol.Success, "")
+		resp.Body = r.Encode()
+		return resp
+	})
+	nsAddr := startServer(t, ns)
+	p := newTestProducer(t, WithNameServers(nsAddr), WithRetries(2), WithIdempotence(false))
+	ctx := context.Background()
+	if _, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte("before")}); err != nil {
+		t.Fatalf("send to the master: %v", err)
+	}
+	old.fail.Store(int32(protocol.ServiceNotAvailable))
+	master.Store(successor.addr)
+	res, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte("after")})
+	if err != nil {
+		t.Fatalf("send after the demotion: %v", err)
+	}
+	if res.Status != SendOK || successor.sends.Load() != 1 {
+		t.Fatalf("status %v, %d sends on the new master, want SEND_OK and 1", res.Status, successor.sends.Load())
 	}
 }
