@@ -573,11 +573,21 @@ func (l *ledger) load(p rocketmq.Producer, topic, prefix string, workers, n int,
 // waitAcked waits until the ledger holds at least n SEND_OKs.
 func (c *cluster) waitAcked(l *ledger, n int, timeout time.Duration) {
 	c.t.Helper()
-	c.eventually(timeout, fmt.Sprintf("%d acknowledged sends", n), func() bool {
+	deadline := time.Now().Add(timeout)
+	for {
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.acked) >= n
-	})
+		got := len(l.acked)
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			// the ledger's statuses and errors say why (a send failed, or
+			// was answered with another status than SEND_OK)
+			c.t.Fatalf("timed out after %v waiting for %d acknowledged sends: %s", timeout, n, l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // short cuts a test body to its prefix and number.
