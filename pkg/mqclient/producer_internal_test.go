@@ -222,19 +222,7 @@ func TestStaleRoute(t *testing.T) {
 // heartbeat to the dead one held the send for a request timeout).
 func TestProducerAwaitsNewMaster(t *testing.T) {
 	old, successor := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-a")
-	var master atomic.Value
-	master.Store(old.addr)
-	ns := remoting.NewServer(remoting.ServerOptions{})
-	ns.HandleFunc(protocol.GetRouteInfoByTopic, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-		r := protocol.TopicRouteData{
-			BrokerDatas: []protocol.BrokerData{{Cluster: "c", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: master.Load().(string)}}},
-			QueueDatas:  []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
-		}
-		resp := protocol.NewResponse(req, protocol.Success, "")
-		resp.Body = r.Encode()
-		return resp
-	})
-	nsAddr := startServer(t, ns)
+	master, nsAddr := routeNameServer(t, old.addr)
 
 	const sendTimeout = 500 * time.Millisecond
 	p := newTestProducer(t, WithNameServers(nsAddr), WithRetries(2), WithSendTimeout(sendTimeout), WithRequestTimeout(sendTimeout),
@@ -281,19 +269,7 @@ func TestProducerAwaitsNewMaster(t *testing.T) {
 // the cached address until the periodic route refresh (30 s).
 func TestProducerLeavesADemotedMaster(t *testing.T) {
 	old, successor := newFakeBroker(t, "broker-a"), newFakeBroker(t, "broker-a")
-	var master atomic.Value
-	master.Store(old.addr)
-	ns := remoting.NewServer(remoting.ServerOptions{})
-	ns.HandleFunc(protocol.GetRouteInfoByTopic, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-		r := protocol.TopicRouteData{
-			BrokerDatas: []protocol.BrokerData{{Cluster: "c", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: master.Load().(string)}}},
-			QueueDatas:  []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
-		}
-		resp := protocol.NewResponse(req, protocol.Success, "")
-		resp.Body = r.Encode()
-		return resp
-	})
-	nsAddr := startServer(t, ns)
+	master, nsAddr := routeNameServer(t, old.addr)
 	p := newTestProducer(t, WithNameServers(nsAddr), WithRetries(2), WithIdempotence(false))
 	ctx := context.Background()
 	if _, err := p.Send(ctx, &Message{Topic: "orders", Body: []byte("before")}); err != nil {
@@ -308,4 +284,23 @@ func TestProducerLeavesADemotedMaster(t *testing.T) {
 	if res.Status != SendOK || successor.sends.Load() != 1 {
 		t.Fatalf("status %v, %d sends on the new master, want SEND_OK and 1", res.Status, successor.sends.Load())
 	}
+}
+
+// routeNameServer starts a NameServer whose route of every topic names
+// one broker-a queue on the master address held in the returned value
+// (initially addr); a test stores another address to fail over.
+func routeNameServer(t *testing.T, addr string) (*atomic.Value, string) {
+	var master atomic.Value
+	master.Store(addr)
+	ns := remoting.NewServer(remoting.ServerOptions{})
+	ns.HandleFunc(protocol.GetRouteInfoByTopic, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+		r := protocol.TopicRouteData{
+			BrokerDatas: []protocol.BrokerData{{Cluster: "c", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: master.Load().(string)}}},
+			QueueDatas:  []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
+		}
+		resp := protocol.NewResponse(req, protocol.Success, "")
+		resp.Body = r.Encode()
+		return resp
+	})
+	return &master, startServer(t, ns)
 }
