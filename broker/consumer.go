@@ -119,7 +119,14 @@ func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, c *remoting.Con
 	if !b.isMaster() {
 		return b.errorResponse(c, req, protocol.SlaveNotAvailable, "the broker is a slave; offsets are committed to the master")
 	}
-	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if !h.OnlyForward || !b.opts.TideExtensions {
+		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	} else if !b.offsets.CommitForward(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset) {
+		// Still SUCCESS: the group is past this offset, which is what
+		// the committer wanted to make durable.
+		b.log.Debug("forward-only commit below the stored offset ignored",
+			"group", h.ConsumerGroup, "topic", h.Topic, "queue", h.QueueID, "offset", h.CommitOffset, "client", c.RemoteAddr())
+	}
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 

@@ -60,15 +60,21 @@ func (pc *PushConsumer) commitLocked(ctx context.Context, pq *processQueue) erro
 		// undo. What finished since the last commit is redelivered.
 		return nil
 	}
-	off, changed := pq.commitOffset()
+	off, changed, rewound := pq.commitOffset()
 	if !changed {
 		return nil
 	}
-	if err := pc.offsets.write(ctx, pq.q, off); err != nil {
+	// Forward-only unless the broker moved this member back: for a moment
+	// in a rebalance two members own the queue, and the commit of the one
+	// that is behind must not undo the other's (the broker keeps the
+	// higher offset; an Apache RocketMQ broker takes every commit). A
+	// PULL_OFFSET_MOVED back (the queue lost its tail) must be written
+	// as it is, or the group would later skip what is stored there anew.
+	if err := pc.offsets.write(ctx, pq.q, off, !rewound); err != nil {
 		pc.s.logger.Warn("mqclient: commit offset", "queue", pq.q, "offset", off, "err", err)
 		return err
 	}
-	pq.committed(off)
+	pq.committed(off, rewound)
 	return nil
 }
 

@@ -16,7 +16,10 @@ import (
 type offsetStore interface {
 	// read returns the stored offset of q, or -1 when none is stored.
 	read(ctx context.Context, q Queue) (int64, error)
-	write(ctx context.Context, q Queue, off int64) error
+	// write stores off for q. forward asks a broker to keep a higher
+	// offset it already has (see commitLocked); the local store has one
+	// writer and ignores it.
+	write(ctx context.Context, q Queue, off int64, forward bool) error
 	// flush persists buffered writes (local store).
 	flush()
 }
@@ -57,12 +60,12 @@ func (r *remoteOffsets) read(ctx context.Context, q Queue) (int64, error) {
 	return 0, fmt.Errorf("mqclient: query offset of %s: %w", q, resp.Err())
 }
 
-func (r *remoteOffsets) write(ctx context.Context, q Queue, off int64) error {
+func (r *remoteOffsets) write(ctx context.Context, q Queue, off int64, forward bool) error {
 	addr, err := r.pc.c.masterAddr(ctx, q.BrokerName, q.Topic)
 	if err != nil {
 		return err
 	}
-	h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: r.pc.group, Topic: q.Topic, QueueID: q.QueueID, CommitOffset: off}
+	h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: r.pc.group, Topic: q.Topic, QueueID: q.QueueID, CommitOffset: off, OnlyForward: forward}
 	resp, err := r.pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.UpdateConsumerOffset, h.Encode(), nil), r.pc.s.requestTimeout)
 	if err != nil {
 		return err
@@ -115,7 +118,7 @@ func (l *localOffsets) read(_ context.Context, q Queue) (int64, error) {
 	return -1, nil
 }
 
-func (l *localOffsets) write(_ context.Context, q Queue, off int64) error {
+func (l *localOffsets) write(_ context.Context, q Queue, off int64, _ bool) error {
 	l.mu.Lock()
 	l.m[q.Key()] = off
 	l.dirty = true

@@ -21,11 +21,15 @@ type processQueue struct {
 	lastSaved int64
 	// lastSavedAt is when lastSaved was written (recommitAfter).
 	lastSavedAt time.Time
-	brokerID    int64                  // suggested broker for the next pull
-	keys        map[string][]lineEntry // ordered: per-key messages not yet started
-	busy        map[string]bool        // ordered: keys with a running task
-	locked      bool
-	lockUntil   time.Time
+	// rewound is set when a PULL_OFFSET_MOVED answer moves the position
+	// back, until that position was committed (commitLocked writes it
+	// without the forward-only guard).
+	rewound   bool
+	brokerID  int64                  // suggested broker for the next pull
+	keys      map[string][]lineEntry // ordered: per-key messages not yet started
+	busy      map[string]bool        // ordered: keys with a running task
+	locked    bool
+	lockUntil time.Time
 	// gen counts the times the queue's lock was regained after it had
 	// been lost (ordered consumers): pulls, lines and handler tasks of
 	// an older generation are stale and are discarded, not delivered.
@@ -96,8 +100,9 @@ func (pq *processQueue) waitIdle(ctx context.Context) bool {
 }
 
 // commitOffset returns the offset up to which every message is finished,
-// and whether it differs from the last one saved.
-func (pq *processQueue) commitOffset() (int64, bool) {
+// whether it differs from the last one saved, and whether the broker moved
+// the queue's position back (PULL_OFFSET_MOVED) since the last commit.
+func (pq *processQueue) commitOffset() (int64, bool, bool) {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
 	off := pq.base
@@ -110,15 +115,29 @@ func (pq *processQueue) commitOffset() (int64, bool) {
 	// clients rewrite every offset each persist interval: a broker that
 	// was killed before persisting its offset table has an older one, and
 	// a queue receiving nothing new would otherwise never be corrected.
-	return off, off != pq.lastSaved || time.Since(pq.lastSavedAt) >= recommitAfter
+	return off, off != pq.lastSaved || time.Since(pq.lastSavedAt) >= recommitAfter, pq.rewound
 }
 
 // recommitAfter is how often an unchanged offset is written again.
 const recommitAfter = 20 * time.Second
 
-func (pq *processQueue) committed(off int64) {
+// movedLocked takes the position a PULL_OFFSET_MOVED answer gives; a move
+// back is committed as it is (rewound). Called with pq.mu held.
+func (pq *processQueue) movedLocked(next int64) {
+	if next < pq.base {
+		pq.rewound = true
+	}
+	pq.base = next
+}
+
+// committed records a successful write of off; rewound is what
+// commitOffset reported for it (a later move back sets it again).
+func (pq *processQueue) committed(off int64, rewound bool) {
 	pq.mu.Lock()
 	pq.lastSaved, pq.lastSavedAt = off, time.Now()
+	if rewound {
+		pq.rewound = false
+	}
 	pq.mu.Unlock()
 }
 

@@ -161,5 +161,5 @@ func (pc *PullConsumer) Commit(ctx context.Context, q Queue, offset int64) error
 	if _, err := pc.c.route(ctx, q.Topic, false); err != nil {
 		return err
 	}
-	return pc.offsets.write(ctx, q, offset)
+	return pc.offsets.write(ctx, q, offset, false)
 }

@@ -147,7 +147,7 @@ func (p *puller) pullOnce(ctx context.Context, pq *processQueue) error {
 	pq.nextPull = rh.NextBeginOffset
 	if resp.Code == protocol.PullOffsetMoved {
 		p.s.logger.Warn("mqclient: offset moved", "queue", pq.q, "from", off, "to", rh.NextBeginOffset)
-		pq.base = rh.NextBeginOffset
+		pq.movedLocked(rh.NextBeginOffset)
 	} else if rh.NextBeginOffset > pq.base {
 		pq.base = rh.NextBeginOffset
 	}

@@ -53,6 +53,18 @@ func Open(path string) (*Table, error) {
 
 // Commit stores offset as the next offset group consumes from topic/queue.
 func (t *Table) Commit(group, topic string, queueID int32, offset int64) {
+	t.commit(group, topic, queueID, offset, false)
+}
+
+// CommitForward is Commit unless the stored offset is already higher:
+// then it leaves it and reports false. It serves commits that must not
+// move a group back (a queue's previous owner committing after its new
+// one; UpdateConsumerOffsetRequestHeader.OnlyForward).
+func (t *Table) CommitForward(group, topic string, queueID int32, offset int64) bool {
+	return t.commit(group, topic, queueID, offset, true)
+}
+
+func (t *Table) commit(group, topic string, queueID int32, offset int64, forward bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := key(topic, group)
@@ -61,11 +73,16 @@ func (t *Table) Commit(group, topic string, queueID int32, offset int64) {
 		m = map[int32]int64{}
 		t.offsets[k] = m
 	}
-	if old, ok := m[queueID]; ok && old == offset {
-		return
+	old, ok := m[queueID]
+	if ok && forward && old > offset {
+		return false
+	}
+	if ok && old == offset {
+		return true
 	}
 	m[queueID] = offset
 	t.dirty = true
+	return true
 }
 
 // Query returns the stored offset, and false when none is stored.

@@ -596,11 +596,14 @@ func (h *QueryConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
 
 // Encode implements Header.
 func (h *UpdateConsumerOffsetRequestHeader) Encode() map[string]string {
-	m := make(map[string]string, 4)
+	m := make(map[string]string, 5)
 	m["consumerGroup"] = h.ConsumerGroup
 	m["topic"] = h.Topic
 	m["queueId"] = itoa32(h.QueueID)
 	m["commitOffset"] = itoa64(h.CommitOffset)
+	if h.OnlyForward {
+		m["tideOnlyForward"] = btoa(h.OnlyForward)
+	}
 	return m
 }
 
@@ -611,6 +614,7 @@ func (h *UpdateConsumerOffsetRequestHeader) Decode(ext map[string]string) error 
 	h.Topic = r.str("topic", true)
 	h.QueueID = r.i32("queueId", true)
 	h.CommitOffset = r.i64("commitOffset", true)
+	h.OnlyForward = r.bool("tideOnlyForward", false)
 	return r.err
 }
 

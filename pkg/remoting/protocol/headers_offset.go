@@ -12,8 +12,18 @@ type QueryConsumerOffsetRequestHeader struct {
 	QueueID       int32  `rmq:"queueId,required"`
 }
 
-// UpdateConsumerOffsetRequestHeader is UPDATE_CONSUMER_OFFSET (15). All
-// fields are required.
+// UpdateConsumerOffsetRequestHeader is UPDATE_CONSUMER_OFFSET (15). The
+// first four fields are required.
+//
+// OnlyForward (tideOnlyForward, a Tide extension, omitted when false) asks
+// the broker to ignore the commit if the group's stored offset of the
+// queue is already higher. pkg/mqclient sets it on every commit except
+// the first one after the broker moved its position back
+// (PULL_OFFSET_MOVED): during a rebalance two members can own a queue for
+// a moment, and the old owner's last commit, arriving after the new
+// owner's, would otherwise move the group's offset back (redelivery, not
+// loss). Apache RocketMQ brokers ignore the field and take every commit,
+// as they do for the official client.
 //
 //rmq:codec
 type UpdateConsumerOffsetRequestHeader struct {
@@ -21,6 +31,7 @@ type UpdateConsumerOffsetRequestHeader struct {
 	Topic         string `rmq:"topic,required"`
 	QueueID       int32  `rmq:"queueId,required"`
 	CommitOffset  int64  `rmq:"commitOffset,required"`
+	OnlyForward   bool   `rmq:"tideOnlyForward,omitempty"`
 }
 
 // QueueRequestHeader names one queue of a topic: the request header of
