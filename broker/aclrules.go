@@ -97,6 +97,9 @@ var aclRules = map[int16]accessRule{
 	protocol.TideHAStatus:                  {admin: true},
 	protocol.NotifyBrokerRoleChanged:       {admin: true},
 	protocol.GetBrokerEpochCache:           {admin: true},
+	protocol.UpdateAndCreateACLConfig:      {admin: true},
+	protocol.DeleteACLConfig:               {admin: true},
+	protocol.UpdateGlobalWhiteAddrsConfig:  {admin: true},
 	protocol.TideListHalfMessages:          {resolved: "lists only half messages of topics the account has PUB on (an admin sees all; handleListHalf)"},
 	protocol.TideRecallTimer: {resources: func(req *protocol.Command) ([]acl.Resource, bool, error) {
 		r := decodeRecall(req)

@@ -65,6 +65,10 @@ type Broker struct {
 	timersP atomic.Pointer[timer.Service]
 
 	sec security // ACL and TLS (security.go)
+	// aclOffWarned: a slave with ACL off said once that its master's ACL
+	// is not copied (aclsync.go)
+	aclOffWarned  atomic.Bool
+	aclSyncFailed atomic.Value // string: checksum of the master's ACL document last failed to apply
 
 	idem *idem // idempotent producers' state (idempotent.go)
 
@@ -429,6 +433,9 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.QueryTopicConsumeByWho, b.instrument(b.handleTopicConsumedBy))
 	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata)) // slave to master: not a client extension
 	s.HandleFunc(protocol.GetBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
+	s.HandleFunc(protocol.UpdateAndCreateACLConfig, b.instrument(b.handleUpdateACL))
+	s.HandleFunc(protocol.DeleteACLConfig, b.instrument(b.handleDeleteACL))
+	s.HandleFunc(protocol.UpdateGlobalWhiteAddrsConfig, b.instrument(b.handleUpdateGlobalWhite))
 	if b.opts.TideExtensions { // else the server answers REQUEST_CODE_NOT_SUPPORTED, as RocketMQ does
 		s.HandleFunc(protocol.TideListHalfMessages, b.instrument(b.handleListHalf))
 		s.HandleFunc(protocol.TideResumeHalfCheck, b.instrument(b.handleResumeHalf))

@@ -119,6 +119,12 @@ type Options struct {
 	// key; PlainAclFile (Tide) names the ACL file, default AclFile().
 	AclEnable    bool   `conf:"aclEnable"`
 	PlainAclFile string `conf:"plainAclFile"`
+	// InnerClientAuthenticationCredentials (RocketMQ 5's key and format,
+	// {"accessKey":"...","secretKey":"..."}) is the account this broker
+	// signs its own requests to other brokers with: a slave's metadata
+	// sync, admin-only on an ACL master. Empty: unsigned, so the master
+	// must have the slave's address in globalWhiteRemoteAddresses.
+	InnerClientAuthenticationCredentials string `conf:"innerClientAuthenticationCredentials"`
 	// TLSEnable makes the client port, the HA port and every outgoing
 	// connection (NameServers, master) speak TLS with TLSCertPath /
 	// TLSKeyPath, trusting TLSCAPath; TLSClientAuth additionally requires

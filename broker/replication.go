@@ -176,13 +176,15 @@ func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *prot
 		// (timer.Options.Replicated), as the delay progress above.
 		md.TimerCheckpoint = t.Checkpoint()
 	}
+	md.ACL = b.masterACL()
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = md.Encode()
 	return resp
 }
 
-// syncMetadataLoop copies topics, offsets, groups, delay progress and the
-// timer checkpoint from the master every 10 s (2 s in controller mode), so the slave can serve consumers and hold the
+// syncMetadataLoop copies topics, offsets, groups, delay progress, the
+// timer checkpoint and the ACL (aclsync.go) from the master every 10 s
+// (2 s in controller mode), so the slave can serve consumers and hold the
 // state a promotion needs.
 func (b *Broker) syncMetadataLoop(end <-chan struct{}) {
 	defer b.wg.Done()
@@ -212,7 +214,9 @@ func (b *Broker) syncMetadata() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := b.nsClient.Invoke(ctx, master, protocol.NewRequest(protocol.TideGetMetadata, nil, nil))
+	req := protocol.NewRequest(protocol.TideGetMetadata, nil, nil)
+	b.signInner(req)
+	resp, err := b.nsClient.Invoke(ctx, master, req)
 	if err == nil {
 		err = resp.Err()
 	}
@@ -245,6 +249,7 @@ func (b *Broker) syncMetadata() {
 			b.log.Error("save master timer checkpoint", "err", err)
 		}
 	}
+	b.applyMasterACL(master, md.ACL)
 	b.metaSynced.Add(1)
 }
 

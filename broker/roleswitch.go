@@ -240,7 +240,9 @@ func (b *Broker) follow(ctx context.Context, cm *controllerMode, m protocol.Mast
 		cl.SetMasterAddress("") // nothing is appended while the histories are compared
 	}
 	b.masterAddr.Store("")
-	resp, err := b.nsClient.Invoke(ctx, m.MasterAddress, protocol.NewRequest(protocol.GetBrokerEpochCache, nil, nil))
+	req := protocol.NewRequest(protocol.GetBrokerEpochCache, nil, nil)
+	b.signInner(req) // admin-only on an ACL master
+	resp, err := b.nsClient.Invoke(ctx, m.MasterAddress, req)
 	if err == nil {
 		err = resp.Err()
 	}

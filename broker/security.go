@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/acl"
@@ -51,6 +53,9 @@ func (o *Options) securityProblems() []string {
 	if o.tlsMode() == remoting.TLSEnforcing && (o.TLSCertPath == "" || o.TLSKeyPath == "") {
 		errs = append(errs, "tlsMode enforcing needs tlsCertPath and tlsKeyPath")
 	}
+	if _, err := o.innerCredentials(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	for k, v := range map[string]int{"serverMaxConnections": o.ServerMaxConnections,
 		"serverChannelMaxIdleTimeSeconds": o.ServerChannelMaxIdleTimeSeconds, "serverMaxInFlightPerConn": o.ServerMaxInFlightPerConn,
 		"serverMaxHeaderSize": o.ServerMaxHeaderSize, "serverFrameReadTimeoutMillis": o.ServerFrameReadTimeoutMillis,
@@ -60,6 +65,36 @@ func (o *Options) securityProblems() []string {
 		}
 	}
 	return errs
+}
+
+// innerCredentials are the account of InnerClientAuthenticationCredentials
+// (zero when unset).
+type innerCredentials struct {
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
+}
+
+func (o *Options) innerCredentials() (innerCredentials, error) {
+	var c innerCredentials
+	if strings.TrimSpace(o.InnerClientAuthenticationCredentials) == "" {
+		return c, nil
+	}
+	if err := json.Unmarshal([]byte(o.InnerClientAuthenticationCredentials), &c); err != nil || c.AccessKey == "" || c.SecretKey == "" {
+		return c, fmt.Errorf(`innerClientAuthenticationCredentials: want {"accessKey":"...","secretKey":"..."}`)
+	}
+	return c, nil
+}
+
+// signInner signs req with the inner credentials, if any (as the official
+// clients sign: AccessKey, then Signature over the other fields and the
+// body).
+func (b *Broker) signInner(req *protocol.Command) {
+	c, _ := b.opts.innerCredentials() // validated by Validate
+	if c.AccessKey == "" {
+		return
+	}
+	req.SetExt(acl.FieldAccessKey, c.AccessKey)
+	req.SetExt(acl.FieldSignature, acl.Sign(req.ExtFields, req.Body, c.SecretKey))
 }
 
 // tlsMode is the server ports' TLS mode: TLSMode, else enforcing with

@@ -218,13 +218,15 @@ func mqSend(p *mqclient.Producer) func(context.Context, string) bool {
 	}
 }
 
-func mqProducer(t *testing.T, ns string) *mqclient.Producer {
+// mqProducer starts a pkg/mqclient producer of group pg-mqclient; opts
+// are applied after the defaults (another group, credentials).
+func mqProducer(t *testing.T, ns string, opts ...mqclient.Option) *mqclient.Producer {
 	t.Helper()
 	// retries pinned to the killed master's queue wait 100 ms doubling to
 	// 1 s: 16 of them span the election, so a send in flight at the kill
 	// is retried on the new master (bounded by sendLoop's 10 s)
-	p, err := mqclient.NewProducer(mqclient.WithNameServers(ns), mqclient.WithProducerGroup("pg-mqclient"),
-		mqclient.WithSendTimeout(3*time.Second), mqclient.WithRetries(16))
+	p, err := mqclient.NewProducer(append([]mqclient.Option{mqclient.WithNameServers(ns), mqclient.WithProducerGroup("pg-mqclient"),
+		mqclient.WithSendTimeout(3 * time.Second), mqclient.WithRetries(16)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

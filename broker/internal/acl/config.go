@@ -45,6 +45,11 @@ type FileAccount struct {
 type Config struct {
 	globalWhite []addrPattern
 	accounts    map[string]*account
+	// doc is the document the configuration was parsed from and sum its
+	// protocol.ACLChecksum: what a master sends its replicas, and what a
+	// replica compares the master's document with.
+	doc File
+	sum string
 }
 
 type account struct {
@@ -149,5 +154,8 @@ func Parse(data []byte) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
 	}
+	c.doc = f
+	d := Document(f)
+	c.sum = d.Checksum
 	return c, nil
 }

@@ -27,6 +27,8 @@ type Validator struct {
 	mu  sync.Mutex // serialises reloads
 	sum [sha256.Size]byte
 
+	editMu sync.Mutex // serialises Update and Replace (read, edit, write)
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once

@@ -3,6 +3,74 @@
 package protocol
 
 // Encode implements Header.
+func (h *CreateAccessConfigRequestHeader) Encode() map[string]string {
+	m := make(map[string]string, 8)
+	m["accessKey"] = h.AccessKey
+	if h.SecretKey != "" {
+		m["secretKey"] = h.SecretKey
+	}
+	if h.WhiteRemoteAddress != "" {
+		m["whiteRemoteAddress"] = h.WhiteRemoteAddress
+	}
+	m["admin"] = btoa(h.Admin)
+	if h.DefaultTopicPerm != "" {
+		m["defaultTopicPerm"] = h.DefaultTopicPerm
+	}
+	if h.DefaultGroupPerm != "" {
+		m["defaultGroupPerm"] = h.DefaultGroupPerm
+	}
+	if h.TopicPerms != "" {
+		m["topicPerms"] = h.TopicPerms
+	}
+	if h.GroupPerms != "" {
+		m["groupPerms"] = h.GroupPerms
+	}
+	return m
+}
+
+// Decode implements Header.
+func (h *CreateAccessConfigRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.AccessKey = r.str("accessKey", true)
+	h.SecretKey = r.str("secretKey", false)
+	h.WhiteRemoteAddress = r.str("whiteRemoteAddress", false)
+	h.Admin = r.bool("admin", false)
+	h.DefaultTopicPerm = r.str("defaultTopicPerm", false)
+	h.DefaultGroupPerm = r.str("defaultGroupPerm", false)
+	h.TopicPerms = r.str("topicPerms", false)
+	h.GroupPerms = r.str("groupPerms", false)
+	return r.err
+}
+
+// Encode implements Header.
+func (h *DeleteAccessConfigRequestHeader) Encode() map[string]string {
+	m := make(map[string]string, 1)
+	m["accessKey"] = h.AccessKey
+	return m
+}
+
+// Decode implements Header.
+func (h *DeleteAccessConfigRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.AccessKey = r.str("accessKey", true)
+	return r.err
+}
+
+// Encode implements Header.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Encode() map[string]string {
+	m := make(map[string]string, 1)
+	m["globalWhiteAddrs"] = h.GlobalWhiteAddrs
+	return m
+}
+
+// Decode implements Header.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.GlobalWhiteAddrs = r.str("globalWhiteAddrs", false)
+	return r.err
+}
+
+// Encode implements Header.
 func (h *AlterSyncStateSetRequestHeader) Encode() map[string]string {
 	m := make(map[string]string, 4)
 	m["brokerName"] = h.BrokerName

@@ -154,18 +154,27 @@ type RecallTimerRequestHeader struct {
 //	 "offsets":      {"<topic>@<group>": {"<queueId>": offset, ...}, ...},
 //	 "delayOffsets": {"<delayLevel>": offset, ...},
 //	 "groups":       <SubscriptionGroupWrapper>,
-//	 "timerCheckpoint": "<base64>"}   (omitted when the master has none)
+//	 "timerCheckpoint": "<base64>",   (omitted when the master has none)
+//	 "acl":          <PlainACLConfig>} (omitted when the master has ACL off)
 //
 // timerCheckpoint is the master's timer service checkpoint, byte for byte
 // as its file config/timerCheckpoint holds it (the layout is documented
 // beside broker/internal/timer's encoder); a slave writes it to its own
 // file, so a promoted slave resumes the timers where the master was.
+//
+// acl is the master's plain ACL document as it enforces it (secrets
+// included: the request is admin-only, use TLS between brokers on an
+// untrusted network); a slave with aclEnable writes it to its own ACL file
+// and reloads, so a promoted slave enforces the master's accounts. A
+// master without aclEnable, or from before this field, sends none, and
+// the slave keeps its own file.
 type BrokerMetadata struct {
 	Topics          TopicConfigSerializeWrapper `json:"topics"`
 	Offsets         map[string]map[string]int64 `json:"offsets"`
 	DelayOffsets    map[string]int64            `json:"delayOffsets"`
 	Groups          SubscriptionGroupWrapper    `json:"groups"`
 	TimerCheckpoint []byte                      `json:"timerCheckpoint,omitempty"`
+	ACL             *PlainACLConfig             `json:"acl,omitempty"`
 }
 
 // Encode returns the JSON body. Nil maps encode as empty objects.
