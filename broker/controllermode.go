@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/broker/internal/store/epoch"
 	"github.com/tidemq/tide/pkg/remoting"
@@ -114,14 +115,14 @@ func (b *Broker) settleRole(ctx context.Context, cm *controllerMode) error {
 	}
 	cm.id = ident.BrokerID
 	reg, _, err := cm.cli.RegisterBroker(ctx, &protocol.RegisterBrokerToControllerRequestHeader{ClusterName: o.BrokerClusterName,
-		BrokerName: o.BrokerName, BrokerID: cm.id, BrokerAddress: b.addr, InvokeTime: time.Now().UnixMilli()})
+		BrokerName: o.BrokerName, BrokerID: cm.id, BrokerAddress: b.addr, InvokeTime: clock.Now().UnixMilli()})
 	if err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
 	master := reg.MasterInfo
 	if master.MasterBrokerID == protocol.NoBrokerID {
 		eh, _, err := cm.cli.ElectMaster(ctx, &protocol.ElectMasterRequestHeader{ClusterName: o.BrokerClusterName,
-			BrokerName: o.BrokerName, BrokerID: cm.id, InvokeTime: time.Now().UnixMilli()})
+			BrokerName: o.BrokerName, BrokerID: cm.id, InvokeTime: clock.Now().UnixMilli()})
 		switch {
 		case err == nil, errors.Is(err, &protocol.Error{Code: protocol.ControllerMasterStillExist}):
 			master = eh.MasterInfo
@@ -150,7 +151,7 @@ func (b *Broker) settleRole(ctx context.Context, cm *controllerMode) error {
 // retry with the next one.
 func (b *Broker) applyBrokerID(ctx context.Context, cm *controllerMode) (controllerIdentity, error) {
 	o := &b.opts
-	code := b.addr + ";" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	code := b.addr + ";" + strconv.FormatInt(clock.Now().UnixMilli(), 10)
 	for {
 		next, err := cm.cli.NextBrokerID(ctx, o.BrokerClusterName, o.BrokerName)
 		if err != nil {

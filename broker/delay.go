@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/schedule"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/broker/internal/timer"
@@ -82,7 +83,7 @@ func (b *Broker) newDelays() (*schedule.Service, *timer.Service, error) {
 // Tide extensions the timer properties are left alone (RocketMQ 4.9).
 func (b *Broker) divertDelayed(m *protocol.MessageExt) error {
 	if b.opts.TideExtensions {
-		if _, diverted, err := b.timers().Accept(m, time.Now()); err != nil || diverted {
+		if _, diverted, err := b.timers().Accept(m, clock.Now()); err != nil || diverted {
 			return err
 		}
 	}
@@ -110,7 +111,7 @@ func (b *Broker) validateTimer(m *protocol.MessageExt) error {
 	for k, v := range m.Properties {
 		cp.Properties[k] = v
 	}
-	_, _, err := b.timers().Accept(&cp, time.Now())
+	_, _, err := b.timers().Accept(&cp, clock.Now())
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/pidstate"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -178,7 +179,7 @@ func (b *Broker) putIdempotent(c *remoting.Conn, req *protocol.Command, st proto
 	if d.follower.Scanned() < d.ready.Load() {
 		d.follower.CatchUp()
 	}
-	slot, err := d.table.Acquire(st.ProducerID, st.Epoch, pidstate.QueueKey{Topic: topic, QueueID: queueID}, time.Now().UnixMilli())
+	slot, err := d.table.Acquire(st.ProducerID, st.Epoch, pidstate.QueueKey{Topic: topic, QueueID: queueID}, clock.Now().UnixMilli())
 	if err != nil {
 		d.fenced.Inc()
 		return b.errorResponse(c, req, protocol.TideProducerFenced,
@@ -268,7 +269,7 @@ func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.Messag
 // findByKey returns the commit log offset, end and queue offset of the
 // record of (topic, queueID) with UNIQ_KEY key and stamp want.
 func (b *Broker) findByKey(topic string, queueID int32, key, want string) (phy, end, qo int64, found bool) {
-	res := b.store.QueryMessages(topic, key, 4, 0, time.Now().Add(time.Minute).UnixMilli())
+	res := b.store.QueryMessages(topic, key, 4, 0, clock.Now().Add(time.Minute).UnixMilli())
 	pos := 0
 	for _, off := range res.Offsets {
 		v, err := protocol.ViewRecord(res.Data[pos:], false)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -14,7 +15,7 @@ import (
 // with PUSH_REPLY_MESSAGE_TO_CLIENT on that client's producer connection,
 // and stored in the reply topic when storeReplyMessageEnable is set.
 func (b *Broker) handleReply(ctx context.Context, c *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader, m *protocol.MessageExt) *protocol.Command {
-	m.StoreTimestamp = time.Now().UnixMilli()
+	m.StoreTimestamp = clock.Now().UnixMilli()
 	pushErr := b.pushReply(ctx, h, m)
 	if pushErr != nil {
 		b.log.Warn("push reply message failed", "client", m.Properties[protocol.PropReplyToClient],
@@ -50,7 +51,7 @@ func (b *Broker) pushReply(ctx context.Context, h *protocol.SendMessageRequestHe
 	for k, v := range m.Properties {
 		props[k] = v
 	}
-	props[protocol.PropPushReplyTime] = formatMillis(time.Now())
+	props[protocol.PropPushReplyTime] = formatMillis(clock.Now())
 	rh := protocol.ReplyMessageRequestHeader{
 		ProducerGroup: h.ProducerGroup, Topic: m.Topic, DefaultTopic: h.DefaultTopic, DefaultTopicQueueNums: h.DefaultTopicQueueNums,
 		QueueID: m.QueueID, SysFlag: m.SysFlag, BornTimestamp: m.BornTimestamp, Flag: m.Flag,

@@ -24,6 +24,12 @@ for m in "$@"; do
 	rc=$?
 	[ $rc -ne 0 ] && status=1
 done
+if [ -d "$root/broker" ]; then
+	# the broker built as the chaos campaign builds it (-tags chaosclock:
+	# a wall clock the campaign can step, docs/reliability.md)
+	echo "== broker with -tags chaosclock" | tee -a "$log"
+	(cd "$root/broker" && "$GO" test -count=1 -tags chaosclock -timeout 5m -v -run 'TestClock|TestFake|TestReadOffset|TestWriteOffset|TestNow' ./internal/clock .) >>"$log" 2>&1 || status=1
+fi
 if [ -n "${PLAIN_PACKAGES:-}" ]; then
 	echo "== without Tide extensions (TIDE_BROKER_EXTENSIONS=off)" | tee -a "$log"
 	# shellcheck disable=SC2086 # a list of import paths

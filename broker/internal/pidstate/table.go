@@ -15,6 +15,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/tidemq/tide/broker/internal/clock"
 )
 
 // MaxRuns is how many stored runs (a single send or a batch) the table
@@ -74,7 +76,7 @@ type Table struct {
 
 // New returns an empty table.
 func New() *Table {
-	return &Table{producers: map[int64]*producer{}, now: time.Now}
+	return &Table{producers: map[int64]*producer{}, now: clock.Now}
 }
 
 // StableID is the producer id of a stable producer: derived from its

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -80,7 +81,7 @@ type Options struct {
 	// BatchSize is the number of consume-queue units read at once (default 64).
 	BatchSize int
 	Logger    *slog.Logger
-	// Now is the clock (default time.Now). Due times are compared in Unix ms.
+	// Now is the wall clock (default clock.Now). Due times are compared in Unix ms.
 	Now func() time.Time
 	// Replicated, if set, returns the commit log offset below which
 	// records survive a failover (controller mode: the confirm offset).
@@ -109,7 +110,7 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = clock.Now
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/store/checkpoint"
 	"github.com/tidemq/tide/broker/internal/store/commitlog"
 	"github.com/tidemq/tide/broker/internal/store/consumequeue"
@@ -169,7 +170,7 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 		cfg: cfg, log: logger.With("component", "store"),
 		cqs: map[queueKey]*consumequeue.Queue{}, qoff: map[queueKey]int64{},
 		ddone: make(chan struct{}), dwake: make(chan struct{}, 1), stop: make(chan struct{}),
-		now: time.Now,
+		now: clock.Now,
 	}
 	s.usage = func() (int, error) { return diskUsage(cfg.commitLogDir()) }
 	for _, o := range opts {

@@ -7,8 +7,8 @@ package subgroup
 import (
 	"sort"
 	"sync"
-	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -84,7 +84,7 @@ func (t *Table) Delete(group string) {
 
 func (t *Table) bump() {
 	t.version.Counter++
-	t.version.Timestamp = time.Now().UnixMilli()
+	t.version.Timestamp = clock.Now().UnixMilli()
 	t.dirty = true
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -111,7 +112,7 @@ type Options struct {
 	// restores the pending timers (tests stall the restore with it).
 	BeforeRestore func()
 	Logger        *slog.Logger
-	// Now is the clock (default time.Now), read in Unix ms.
+	// Now is the wall clock (default clock.Now), read in Unix ms.
 	Now func() time.Time
 	// Replicated, if set, returns the commit log offset below which
 	// records survive a failover (the confirm offset in controller mode).
@@ -145,7 +146,7 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = clock.Now
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -119,7 +120,7 @@ type file struct {
 // missing.
 func Open(path string, opts Options) (*Table, error) {
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = clock.Now
 	}
 	t := &Table{path: path, opts: opts, topics: map[string]protocol.TopicConfig{}}
 	var f file

@@ -48,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	wallclock "github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/broker/internal/store"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -200,7 +201,7 @@ func New(o Options) (*Service, error) {
 		o.Logger = slog.Default()
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = wallclock.Now
 	}
 	if o.MaxChecksPerSecond <= 0 {
 		o.MaxChecksPerSecond = 200

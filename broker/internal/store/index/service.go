@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/clock"
 	"github.com/tidemq/tide/broker/internal/store/segment"
 )
 
@@ -72,7 +73,7 @@ func (s *Service) Put(key string, phy, storeTS int64) error {
 		cur = s.files[n-1]
 	}
 	if cur == nil || cur.full() {
-		now := time.Now()
+		now := clock.Now()
 		if cur != nil {
 			// Names must stay unique and ordered, even for files created
 			// within one millisecond or after a clock step back.
