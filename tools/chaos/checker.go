@@ -88,12 +88,16 @@ type Report struct {
 	// OffsetResets counts the queues an operator reset (offset-reset
 	// faults); the offsets read after a reset may be lower than before it.
 	OffsetResets int
-	Required     map[string]int // by group: messages that group had to receive
-	Violations   []Violation
-	ViolByKind   map[string]int
-	Unchecked    []string // guarantees this history could not check, with the reason
-	Drained      bool     // the drain ended with every required message seen
-	FaultWindow  time.Duration
+	// EarlyBySkew counts delayed and timer messages delivered before
+	// their time by no more than a broker's clock was stepped
+	// (clock-jump faults; skewAllowance): by design, not violations.
+	EarlyBySkew int
+	Required    map[string]int // by group: messages that group had to receive
+	Violations  []Violation
+	ViolByKind  map[string]int
+	Unchecked   []string // guarantees this history could not check, with the reason
+	Drained     bool     // the drain ended with every required message seen
+	FaultWindow time.Duration
 }
 
 // OK reports whether the history was checked without violations.
@@ -151,6 +155,7 @@ func CheckLive(events []Event, grace time.Duration) (*Report, error) {
 	if err := c.scanOps(events); err != nil {
 		return c.r, err
 	}
+	c.clocks = clockWindows(events)
 	if grace >= 0 && len(events) > 0 {
 		c.cutoff = events[len(events)-1].Time.Add(-grace)
 	}
@@ -173,6 +178,7 @@ type checker struct {
 	delivered  map[string]map[string][]*Event // group -> id -> deliveries
 	orderState map[string]*keyOrder           // group/key
 	cutoff     time.Time                      // CheckLive: messages acknowledged or due after it are not required
+	clocks     []clockWindow                  // the brokers' clock steps (clock-jump faults)
 }
 
 // scanOps reads the setup, the faults and every message operation.
@@ -312,15 +318,23 @@ func (c *checker) deliver(e *Event) {
 			What: "rolled-back transactional message delivered", Events: []Event{*s.invoke, *s.done, *e}})
 	}
 	if s.notBefore != nil && e.Time.Before(s.notBefore.Add(-EarlyTolerance)) {
-		r.add(Violation{Kind: VEarly, Group: e.Group, ID: id,
-			What:   fmt.Sprintf("delivered %v before its time", s.notBefore.Sub(e.Time).Round(time.Millisecond)),
-			Events: evs(s.invoke, s.done, e)})
+		skew, fault := skewAllowance(c.clocks, s, e.Time)
+		switch {
+		case e.Time.Before(s.notBefore.Add(-EarlyTolerance - skew)):
+			what := fmt.Sprintf("delivered %v before its time", s.notBefore.Sub(e.Time).Round(time.Millisecond))
+			if skew > 0 {
+				what += fmt.Sprintf(", more than the %v a broker's clock was stepped", skew)
+			}
+			r.add(Violation{Kind: VEarly, Group: e.Group, ID: id, What: what, Events: evs(s.invoke, s.done, fault, e)})
+		default:
+			r.EarlyBySkew++
+		}
 	}
 	if s.recall != nil {
 		r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
 			What: "timer message delivered although its recall succeeded", Events: evs(s.invoke, s.done, s.recall, e)})
 	}
-	if nf := s.recallNF; nf != nil && e.StoreTime != nil && e.StoreTime.After(nf.Time) {
+	if nf := s.recallNF; nf != nil && e.StoreTime != nil && e.StoreTime.Add(-aheadAllowance(c.clocks, s, e.Time)).After(nf.Time) {
 		r.add(Violation{Kind: VRecalled, Group: e.Group, ID: id,
 			What:   "timer message fired after a recall answered not-found (nothing may be delivered from then on)",
 			Events: evs(s.invoke, s.done, s.recallNF, e)})
@@ -591,6 +605,9 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 		r.OffsetReadings, sum(r.OffsetRewinds), strings.Join(rw, " "))
 	if r.OffsetResets > 0 {
 		fmt.Fprintf(w, "offset resets by the operator: %d queues reset back in time\n", r.OffsetResets)
+	}
+	if r.EarlyBySkew > 0 {
+		fmt.Fprintf(w, "delayed/timer messages early by no more than a broker's clock step (by design, not violations): %d\n", r.EarlyBySkew)
 	}
 	if n := sum(r.OffsetMovedBack); n > 0 {
 		var mb []string

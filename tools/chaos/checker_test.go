@@ -355,9 +355,9 @@ func TestHistoryRoundTrip(t *testing.T) {
 }
 
 func TestScheduleReproducible(t *testing.T) {
-	a := Schedule(7, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
-	b := Schedule(7, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
-	c := Schedule(8, 10*time.Minute, ConsumerInstances, ModeMasterSlave)
+	a := Schedule(7, 15*time.Minute, ConsumerInstances, ModeMasterSlave)
+	b := Schedule(7, 15*time.Minute, ConsumerInstances, ModeMasterSlave)
+	c := Schedule(8, 15*time.Minute, ConsumerInstances, ModeMasterSlave)
 	if len(a) == 0 || len(a) != len(b) {
 		t.Fatalf("lengths %d %d", len(a), len(b))
 	}
@@ -373,9 +373,9 @@ func TestScheduleReproducible(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range append(FaultKinds, FBridge) {
+	for _, k := range append(FaultKinds, FBridge, FClockJump) {
 		if !seen[k] {
-			t.Errorf("10 minutes of seed 7 never chose %s", k)
+			t.Errorf("15 minutes of seed 7 never chose %s", k)
 		}
 	}
 	same := len(a) == len(c)

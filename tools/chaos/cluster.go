@@ -44,7 +44,12 @@ func Build(root, dir string) (Binaries, error) {
 		{b.NameServer, filepath.Join(root, "nameserver", "cmd", "nameserver")},
 		{b.Controller, filepath.Join(root, "controller", "cmd", "controller")},
 	} {
-		cmd := exec.Command(goBin, "build", "-o", t.out, ".")
+		args := []string{"build", "-o", t.out}
+		if t.out == b.Broker {
+			// a wall clock the clock-jump fault can step (FClockJump)
+			args = append(args, "-tags", BrokerBuildTags)
+		}
+		cmd := exec.Command(goBin, append(args, ".")...)
 		cmd.Dir = t.src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -277,7 +282,8 @@ func StartCluster(net *Network, bins Binaries, dir string, storeMiB int, mode st
 			return c, err
 		}
 		c.Brokers = append(c.Brokers, &Process{Name: b.name, Host: b.name, Addr: fmt.Sprintf("%s:%d", ip, brokerPort),
-			Argv: net.Exec(b.name, bins.Broker, "-c", conf), LogPath: filepath.Join(pdir, "broker.log")})
+			Argv: net.Exec(b.name, bins.Broker, "-c", conf), LogPath: filepath.Join(pdir, "broker.log"),
+			Env: []string{ClockOffsetEnv + "=" + c.ClockFile(b.name)}})
 	}
 	for _, p := range c.Procs() {
 		if err := p.Start(); err != nil {

@@ -99,6 +99,9 @@ type Event struct {
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// SkewMS is a clock-jump fault's step of the broker's wall clock in
+	// milliseconds (negative: back).
+	SkewMS int64 `json:"skew_ms,omitempty"`
 
 	// Setup: consumer group -> topics it must receive, and ordered groups.
 	Groups  map[string][]string `json:"groups,omitempty"`

@@ -20,6 +20,7 @@ type Process struct {
 	Addr    string // host:port it serves on, for readiness
 	Argv    []string
 	LogPath string
+	Env     []string // added to the tool's environment
 
 	mu      sync.Mutex
 	onCrash func(p *Process, state string)
@@ -42,6 +43,9 @@ func (p *Process) Start() error {
 	}
 	fmt.Fprintf(logf, "----- chaos: start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.Argv, " "))
 	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// own process group: a ^C to the tool does not reach the daemons, the
 	// tool stops them itself; if the tool dies (a test timeout), the

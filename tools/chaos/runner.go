@@ -230,6 +230,9 @@ type injector struct {
 
 func (in *injector) apply(ctx context.Context, f Fault) {
 	e := Event{Process: "nemesis", Op: OpFault, Fault: f.Kind, Target: f.Target, Detail: f.String()}
+	if f.Kind == FClockJump {
+		e.SkewMS = int64(f.SkewSec) * 1000
+	}
 	if f.Peer != "" {
 		e.Target += "->" + f.Peer
 	}
@@ -314,6 +317,8 @@ func (in *injector) start(ctx context.Context, f Fault) error {
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		return in.wl.ResetOffsets(sctx, f.Target, time.Now().Add(-time.Duration(f.BackSec)*time.Second))
+	case FClockJump:
+		return in.cl.SetClock(f.Target, time.Duration(f.SkewSec)*time.Second)
 	}
 	return fmt.Errorf("unknown fault %q", f.Kind)
 }
@@ -338,6 +343,8 @@ func (in *injector) heal(ctx context.Context, f Fault) error {
 		sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		return in.wl.StartGroup(sctx, f.Target)
+	case FClockJump:
+		return in.cl.SetClock(f.Target, 0)
 	}
 	return nil
 }
@@ -362,7 +369,7 @@ func (in *injector) resolve(ctx context.Context, names string) string {
 func (in *injector) healAll(ctx context.Context) error {
 	errs := []error{in.net.Heal()}
 	for _, b := range in.cl.Brokers {
-		errs = append(errs, FreeDisk(in.cl.StoreDir(b.Host)), FastDisk(in.cgroup(b.Host), b.Pid()))
+		errs = append(errs, FreeDisk(in.cl.StoreDir(b.Host)), FastDisk(in.cgroup(b.Host), b.Pid()), in.cl.SetClock(b.Host, 0))
 	}
 	errs = append(errs, in.cl.Heal())
 	for _, name := range ConsumerInstances {

@@ -71,6 +71,9 @@ type Fault struct {
 	// slow-disk: the write limits; offset-reset: how far back
 	WriteKBps, WriteIOPS int
 	BackSec              int
+	// clock-jump: the step of the broker's wall clock, in seconds
+	// (negative: back)
+	SkewSec int
 }
 
 func (f Fault) String() string {
@@ -85,6 +88,8 @@ func (f Fault) String() string {
 		s += fmt.Sprintf(" write=%dKiB/s iops=%d", f.WriteKBps, f.WriteIOPS)
 	case FOffsetReset:
 		s += fmt.Sprintf(" back=%ds", f.BackSec)
+	case FClockJump:
+		s += skewString(f.SkewSec)
 	}
 	return s + fmt.Sprintf(" for %v", f.Dur)
 }
@@ -177,5 +182,6 @@ func Schedule(seed int64, d time.Duration, consumers []string, mode string) []Fa
 		out = append(out, f)
 		at += f.Dur + f.Gap
 	}
+	clockJumps(seed, out, brokerTargets)
 	return out
 }
