@@ -2,8 +2,10 @@ package idempotent
 
 import (
 	"context"
+	_ "embed" // dedupSchema
 	"fmt"
 	"regexp"
+	"strings"
 
 	"gorm.io/gorm"
 )
@@ -31,8 +33,9 @@ func validTable(t string) error {
 }
 
 // Schema returns the CREATE TABLE statement of the dedup table (shared by
-// Consumer and Store). Copy it into your migrations (golang-migrate etc.);
-// the table must live in the same database as the business data, since
+// Consumer and Store), read from the newest file of Migrations, the one
+// home of its DDL: apply Migrations with golang-migrate (services do it
+// through services/kit/migrate) or call Migrate; the table must live in the same database as the business data, since
 // the record and the effect commit in one transaction.
 //
 // Key columns are VARBINARY: business keys compare byte for byte (no case
@@ -42,24 +45,11 @@ func Schema(table string) string {
 	if table == "" {
 		table = DefaultTable
 	}
-	return "CREATE TABLE IF NOT EXISTS `" + table + "` (\n" +
-		"  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,\n" +
-		"  consumer_group VARBINARY(128) NOT NULL,\n" +
-		"  handler VARBINARY(128) NOT NULL,\n" +
-		"  biz_key VARBINARY(255) NOT NULL,\n" +
-		"  fingerprint BINARY(32) NOT NULL COMMENT 'SHA-256 of the canonical payload',\n" +
-		"  status TINYINT NOT NULL DEFAULT 1 COMMENT '1 = done (committed with its effect)',\n" +
-		"  response MEDIUMBLOB NULL COMMENT 'Store: the original response',\n" +
-		"  created_at DATETIME(6) NOT NULL,\n" +
-		"  PRIMARY KEY (id),\n" +
-		"  UNIQUE KEY uk_dedup (consumer_group, handler, biz_key),\n" +
-		"  KEY idx_created (created_at)\n" +
-		") ENGINE=InnoDB"
+	return strings.ReplaceAll(dedupSchema, "`"+DefaultTable+"`", "`"+table+"`")
 }
 
 // Migrate creates the dedup table if it does not exist (Schema(table)).
-// Meant for tests and tools; services should ship Schema in their
-// migrations.
+// Meant for tests and tools; services apply Migrations.
 func Migrate(ctx context.Context, db *gorm.DB, table string) error {
 	if table == "" {
 		table = DefaultTable
@@ -72,3 +62,8 @@ func Migrate(ctx context.Context, db *gorm.DB, table string) error {
 	}
 	return nil
 }
+
+//go:embed migrations/000001_mq_dedup.up.sql
+var dedupUp string
+
+var dedupSchema = strings.TrimSuffix(strings.TrimSpace(dedupUp), ";")

@@ -2,14 +2,17 @@ package ordered
 
 import (
 	"context"
+	_ "embed" // Schema
 	"fmt"
 	"strings"
 
 	"gorm.io/gorm"
 )
 
-// Schema creates the guard's tables (MySQL/MariaDB). Copy it into the
-// service's migrations, or run it with Migrate. The version table must
+// Schema creates the guard's tables (MySQL/MariaDB); it is the newest file
+// of Migrations, the one home of their DDL: apply Migrations with
+// golang-migrate (services do it through services/kit/migrate), or run
+// Schema with Migrate. The version table must
 // live in the same database as the data Apply changes, so that both commit
 // in one transaction.
 //
@@ -21,30 +24,10 @@ import (
 // (lenient: applied anyway), "resolved" (an operator called Resolve) or
 // "applied" (refused while blocked, applied in order later, e.g. resent
 // from the DLQ after Resolve). Only "blocked" rows need attention.
-const Schema = `
-CREATE TABLE IF NOT EXISTS tide_ordered_versions (
-  scope        VARCHAR(128) NOT NULL,
-  biz_key      VARCHAR(191) NOT NULL,
-  last_version BIGINT       NOT NULL,
-  last_digest  CHAR(64)     NOT NULL,
-  last_msg_id  VARCHAR(128) NOT NULL,
-  updated_at   DATETIME(3)  NOT NULL,
-  PRIMARY KEY (scope, biz_key)
-) ENGINE=InnoDB;
-CREATE TABLE IF NOT EXISTS tide_ordered_gaps (
-  scope      VARCHAR(128) NOT NULL,
-  biz_key    VARCHAR(191) NOT NULL,
-  version    BIGINT       NOT NULL,
-  expected   BIGINT       NOT NULL,
-  msg_id     VARCHAR(128) NOT NULL,
-  policy     VARCHAR(16)  NOT NULL,
-  status     VARCHAR(16)  NOT NULL,
-  attempts   INT          NOT NULL,
-  first_seen DATETIME(3)  NOT NULL,
-  last_seen  DATETIME(3)  NOT NULL,
-  PRIMARY KEY (scope, biz_key, version)
-) ENGINE=InnoDB;
-`
+var Schema = orderedUp
+
+//go:embed migrations/000001_tide_ordered.up.sql
+var orderedUp string
 
 // Migrate runs Schema statement by statement. It is idempotent.
 func Migrate(ctx context.Context, db *gorm.DB) error {

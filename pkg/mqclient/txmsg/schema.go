@@ -2,6 +2,7 @@ package txmsg
 
 import (
 	"context"
+	_ "embed" // Schema
 	"fmt"
 	"strings"
 
@@ -11,8 +12,10 @@ import (
 // DefaultTable is the default fence table name.
 const DefaultTable = "tide_tx_fence"
 
-// Schema is the DDL of the fence table (named DefaultTable); copy it into
-// your migrations, or call Migrate. One row per transaction key:
+// Schema is the DDL of the fence table (named DefaultTable), read from
+// the newest migration file in Migrations (the one home of the table's
+// DDL); call Migrate, or apply Migrations with golang-migrate. One row per
+// transaction key:
 //
 //	tx_key          the key given to Send (primary key: the fence)
 //	attempt         the Send call that owns the row (random, also carried by
@@ -22,15 +25,10 @@ const DefaultTable = "tide_tx_fence"
 //	status          "committed" (written by the business transaction) or
 //	                "rolled_back" (the check-back's marker)
 //	created_at      database clock, for Cleanup
-const Schema = `CREATE TABLE IF NOT EXISTS tide_tx_fence (
-  tx_key         VARCHAR(191) NOT NULL,
-  attempt        CHAR(32)     NOT NULL,
-  producer_group VARCHAR(255) NOT NULL,
-  status         VARCHAR(16)  NOT NULL,
-  created_at     DATETIME(6)  NOT NULL,
-  PRIMARY KEY (tx_key),
-  KEY idx_tide_tx_fence_created (created_at)
-) ENGINE=InnoDB`
+var Schema = strings.TrimSuffix(strings.TrimSpace(fenceUp), ";")
+
+//go:embed migrations/000001_tide_tx_fence.up.sql
+var fenceUp string
 
 // SchemaFor returns Schema for another table name (see WithTable).
 func SchemaFor(table string) (string, error) {

@@ -1,18 +1,21 @@
-// Package ddl compares the CREATE TABLE statements of a service's SQL
-// migrations with the schema strings the pkg/mqclient pattern packages
-// export (txmsg.Schema, idempotent.Schema, ordered.Schema,
-// reconcile.Schema), so that a test fails when a pattern's table changes
-// and the service has no migration for it yet. Migrations are history and
-// are never rewritten: the fix for a failing check is a new migration.
+// Package ddl compares the CREATE TABLE statements of SQL migrations with
+// the schema strings the pkg/mqclient pattern packages export
+// (txmsg.Schema, idempotent.Schema, ordered.Schema, reconcile.Schema).
+// The services apply the patterns' own migrations (kit/migrate.Pattern);
+// CheckApplied fails when a service keeps a pattern's table without them
+// or redefines it in its own migrations.
 package ddl
 
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/tidemq/tide/services/kit/migrate"
 )
 
 var (
@@ -113,5 +116,26 @@ func CheckFS(fsys fs.FS, dir string, schemas ...string) error {
 	if err != nil {
 		return err
 	}
+	return Check(got, schemas...)
+}
+
+// CheckApplied is Check over what kit/migrate.Up applies: the tables the
+// patterns' migrations create, in order, then those of dir in fsys (a
+// later definition winning). It fails when a service keeps a pattern's
+// table without applying the pattern's migrations, or redefines it.
+func CheckApplied(fsys fs.FS, dir string, patterns []migrate.Pattern, schemas ...string) error {
+	got := map[string]string{}
+	for _, p := range patterns {
+		tables, err := Migrations(p.FS, "migrations")
+		if err != nil {
+			return err
+		}
+		maps.Copy(got, tables)
+	}
+	own, err := Migrations(fsys, dir)
+	if err != nil {
+		return err
+	}
+	maps.Copy(got, own)
 	return Check(got, schemas...)
 }

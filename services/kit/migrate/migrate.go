@@ -1,6 +1,10 @@
 // Package migrate is the services' schema migration runner: versioned SQL
 // files (NNNNNN_name.up.sql) embedded in each service's data package,
-// applied with golang-migrate.
+// applied with golang-migrate, after the migrations of the libraries whose
+// tables the service keeps (Pattern: txmsg, idempotent, ordered,
+// reconcile). Each table's DDL has one home: a pattern's table is created
+// and changed by the pattern's own migration files, never by a copy in a
+// service.
 package migrate
 
 import (
@@ -8,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4"
@@ -15,14 +20,45 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
+// Pattern is a library's own migrations, applied with a version table of
+// their own, schema_migrations_<Name>, so that they version apart from the
+// service's: FS holds the NNNNNN_name.up.sql/.down.sql files in its
+// directory "migrations" (the Migrations embed.FS of pkg/mqclient/txmsg,
+// idempotent, ordered and kit/reconcile). Their CREATE TABLE statements
+// say IF NOT EXISTS, so a database whose tables an older service
+// migration created takes them as they are and records the version.
+type Pattern struct {
+	Name string // [a-z0-9_]{1,32}: the version table's suffix
+	FS   fs.FS
+}
+
+var patternName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// ErrPatternName is returned for a Pattern whose Name is not [a-z0-9_]{1,32}.
+var ErrPatternName = errors.New("migrations: pattern name must be [a-z0-9_]{1,32}")
+
 // Up brings the schema of the MariaDB/MySQL database named by dsn up to
+// the newest migration of each pattern, in the order given, and then to
 // the newest migration in directory dir of fsys (an embed.FS). It is safe
 // to run at every start and from several instances at once: golang-migrate
 // holds a database lock (GET_LOCK) while it works. It uses its own
 // connection, with multi statements enabled (a migration file holds
 // several statements), and closes it before returning. A database already
 // at the newest version is not an error.
-func Up(dsn string, fsys fs.FS, dir string) (err error) {
+func Up(dsn string, fsys fs.FS, dir string, patterns ...Pattern) error {
+	for _, p := range patterns {
+		if !patternName.MatchString(p.Name) {
+			return fmt.Errorf("%w: %q", ErrPatternName, p.Name)
+		}
+		if err := up(dsn, p.FS, "migrations", mysql.DefaultMigrationsTable+"_"+p.Name); err != nil {
+			return fmt.Errorf("%w (pattern %s)", err, p.Name)
+		}
+	}
+	return up(dsn, fsys, dir, mysql.DefaultMigrationsTable)
+}
+
+// up applies the migrations of dir in fsys, versioned in table.
+func up(dsn string, fsys fs.FS, dir, table string) (err error) {
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
@@ -37,7 +73,7 @@ func Up(dsn string, fsys fs.FS, dir string) (err error) {
 		db.Close()
 		return fmt.Errorf("migrations: %w", err)
 	}
-	drv, err := mysql.WithInstance(db, &mysql.Config{})
+	drv, err := mysql.WithInstance(db, &mysql.Config{MigrationsTable: table})
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("migrations: %w", err)

@@ -3,13 +3,21 @@ package data
 import (
 	"embed"
 
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/services/kit/migrate"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrate applies the embedded migrations (schema, then seed products) that the database at dsn
-// has not seen yet (kit/migrate.Up: safe at every start and from several
-// instances at once).
-func Migrate(dsn string) error { return migrate.Up(dsn, migrations, "migrations") }
+// patterns are the libraries whose tables this database keeps (idempotent, ordered, reconcile):
+// their own migrations create and change those tables, before this
+// service's migrations run.
+var patterns = []migrate.Pattern{{Name: "idempotent", FS: idempotent.Migrations}, {Name: "ordered", FS: ordered.Migrations}, {Name: "reconcile", FS: reconcile.Migrations}}
+
+// Migrate applies the patterns' migrations and then the embedded ones (schema, then seed products)
+// that the database at dsn has not seen yet (kit/migrate.Up: safe at every
+// start and from several instances at once).
+func Migrate(dsn string) error { return migrate.Up(dsn, migrations, "migrations", patterns...) }

@@ -1,5 +1,3 @@
-DROP TABLE IF EXISTS mq_dedup;
-DROP TABLE IF EXISTS tide_tx_fence;
 CREATE TABLE tx_fence (
     tx_key     VARCHAR(191) NOT NULL,
     state      VARCHAR(16)  NOT NULL,

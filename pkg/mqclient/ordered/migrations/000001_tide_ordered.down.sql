@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS tide_ordered_gaps;
+DROP TABLE IF EXISTS tide_ordered_versions;

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS tide_tx_fence;
