@@ -68,12 +68,11 @@ type routeView struct {
 	Order   string          `json:"orderTopicConf,omitempty"`
 }
 
+// queueDataView is the route's QueueData with its permission as text
+// ("RW"); the outer Perm hides the number in JSON.
 type queueDataView struct {
-	BrokerName     string `json:"brokerName"`
-	ReadQueueNums  int32  `json:"readQueueNums"`
-	WriteQueueNums int32  `json:"writeQueueNums"`
-	Perm           string `json:"perm"`
-	TopicSysFlag   int32  `json:"topicSysFlag"`
+	protocol.QueueData
+	Perm string `json:"perm"`
 }
 
 func runTopicRoute(ctx context.Context, e *cli, args []string) error {
@@ -107,8 +106,7 @@ func runTopicRoute(ctx context.Context, e *cli, args []string) error {
 		return v.Brokers[i].BrokerID < v.Brokers[j].BrokerID
 	})
 	for _, q := range r.QueueDatas {
-		v.Queues = append(v.Queues, queueDataView{BrokerName: q.BrokerName, ReadQueueNums: q.ReadQueueNums, WriteQueueNums: q.WriteQueueNums,
-			Perm: protocol.PermString(q.Perm), TopicSysFlag: q.TopicSysFlag})
+		v.Queues = append(v.Queues, queueDataView{QueueData: q, Perm: protocol.PermString(q.Perm)})
 	}
 	sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].BrokerName < v.Queues[j].BrokerName })
 	return e.emit(co.json, v, func(tw *tabwriter.Writer) {
