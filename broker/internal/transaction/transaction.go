@@ -980,7 +980,10 @@ func (s *Service) take(group string, now time.Time) bool {
 		b = &bucket{tokens: rate, last: now}
 		s.tokens[group] = b
 	}
-	b.tokens = min(rate, b.tokens+now.Sub(b.last).Seconds()*rate)
+	// a wall clock stepped back refills nothing (and drains nothing):
+	// without the max, a step back of X would stall the group's
+	// check-backs for X
+	b.tokens = min(rate, b.tokens+max(0, now.Sub(b.last).Seconds())*rate)
 	b.last = now
 	if b.tokens < 1 {
 		return false

@@ -381,6 +381,32 @@ func TestServiceRateLimit(t *testing.T) {
 	}
 }
 
+// TestRateLimitClockStepBack: the check-back rate limiter reads the
+// wall clock; a step back (the chaos campaign's clock-jump fault found
+// it) must not leave the bucket owing tokens for the step.
+func TestRateLimitClockStepBack(t *testing.T) {
+	clk := newClock()
+	e := openEnv(t, t.TempDir(), clk)
+	defer e.close()
+	e.svc.o.MaxChecksPerSecond = 5
+	t0 := clk.now()
+	for i := range 5 {
+		if !e.svc.take("g", t0) {
+			t.Fatalf("take %d of a full bucket refused", i+1)
+		}
+	}
+	if e.svc.take("g", t0) {
+		t.Fatal("a sixth take in the same instant allowed")
+	}
+	back := t0.Add(-time.Minute)
+	if e.svc.take("g", back) {
+		t.Fatal("a step back of the clock refilled the bucket")
+	}
+	if !e.svc.take("g", back.Add(time.Second)) {
+		t.Fatal("a second after a clock step back the bucket is still empty: the step was charged")
+	}
+}
+
 // TestServiceDecisionsWaitForRecovery: recovery runs in the background
 // after Start, while half messages keep arriving; a decision waits for it,
 // so a transaction committed before the restart is not committed again.
