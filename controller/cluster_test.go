@@ -373,6 +373,26 @@ func TestClusterFailover(t *testing.T) {
 		len(ri.NotInSyncReplicas) != 2 || ri.NotInSyncReplicas[0].Alive {
 		t.Fatalf("sync state data: %+v", data)
 	}
+	// the election history is replicated: the new leader has the three
+	// elections, two of them decided by the old leader
+	hist, err := b3.cli.ElectionHistory(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range hist {
+		if e.Time.IsZero() || e.Group != "b" {
+			t.Fatalf("election without time or group: %+v", e)
+		}
+		got = append(got, fmt.Sprintf("%d->%d@%d/%s/%v", e.OldMaster, e.NewMaster, e.Epoch, e.Reason, e.SyncStateSet))
+	}
+	want := []string{"-1->1@1/broker/[1]", "1->2@2/controller/[2]", "2->3@3/controller/[3]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("election history %v, want %v", got, want)
+	}
+	if all, err := b3.cli.ElectionHistory(ctx, ""); err != nil || len(all) != 3 {
+		t.Fatalf("history of every group: %d, %v", len(all), err)
+	}
 }
 
 func TestClusterNoUncleanElection(t *testing.T) {

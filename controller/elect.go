@@ -51,7 +51,7 @@ func (c *Controller) electMaster(name string, prefer int64, designate bool, trig
 			Remark: "the master is alive, no election needed"}, nil
 	case newMaster != protocol.NoBrokerID:
 		res, err := c.apply(&command{Kind: cmdElectMaster, BrokerName: name, BrokerID: newMaster,
-			MasterEpoch: g.MasterEpoch, SyncStateSetEpoch: g.SyncStateSetEpoch})
+			MasterEpoch: g.MasterEpoch, SyncStateSetEpoch: g.SyncStateSetEpoch, Time: time.Now().UnixMilli(), Reason: trigger})
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func (c *Controller) electMaster(name string, prefer int64, designate bool, trig
 		// nobody can take over: the group loses its dead master (once)
 		if g.HasMaster() {
 			res, err := c.apply(&command{Kind: cmdElectMaster, BrokerName: name, BrokerID: protocol.NoBrokerID,
-				MasterEpoch: g.MasterEpoch, SyncStateSetEpoch: g.SyncStateSetEpoch})
+				MasterEpoch: g.MasterEpoch, SyncStateSetEpoch: g.SyncStateSetEpoch, Time: time.Now().UnixMilli(), Reason: trigger})
 			if err != nil {
 				return nil, err
 			}

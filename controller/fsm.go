@@ -76,6 +76,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if s.Groups == nil {
 		s.Groups = map[string]*Group{}
 	}
+	if s.Elections == nil { // a snapshot from before the election history
+		s.Elections = map[string][]protocol.Election{}
+	}
 	f.mu.Lock()
 	f.state = s
 	f.mu.Unlock()

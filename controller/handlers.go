@@ -18,6 +18,7 @@ func (c *Controller) registerHandlers() {
 	h := func(code int16, f remoting.HandlerFunc) { c.server.HandleFunc(code, c.metrics.instrument(code, f)) }
 	h(protocol.BrokerHeartbeat, c.handleHeartbeat)
 	h(protocol.ControllerGetMetadataInfo, c.handleMetadata)
+	h(protocol.TideGetElectionHistory, c.handleElectionHistory)
 	h(protocol.ControllerApplyBrokerID, c.leaderOnly(c.handleApplyBrokerID))
 	h(protocol.ControllerGetNextBrokerID, c.leaderOnly(c.handleNextBrokerID))
 	h(protocol.ControllerRegisterBroker, c.leaderOnly(c.handleRegister))
@@ -250,4 +251,16 @@ func (c *Controller) handleSyncStateData(_ context.Context, _ *remoting.Conn, re
 
 func syncStateSetOf(g *Group) *protocol.SyncStateSet {
 	return &protocol.SyncStateSet{SyncStateSet: g.SyncStateSet, SyncStateSetEpoch: g.SyncStateSetEpoch}
+}
+
+// handleElectionHistory serves TideGetElectionHistory on every node, from
+// the state this node has applied.
+func (c *Controller) handleElectionHistory(_ context.Context, _ *remoting.Conn, req *protocol.Command) *protocol.Command {
+	var h protocol.GetElectionHistoryRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return badRequest(req, err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = (&protocol.ElectionHistory{Elections: c.fsm.elections(h.BrokerName)}).Encode()
+	return resp
 }

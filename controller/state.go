@@ -15,6 +15,10 @@ import (
 // every controller node holds the same State for the same log index.
 type State struct {
 	Groups map[string]*Group `json:"groups"`
+	// Elections is each group's history of master elections, the last
+	// protocol.MaxElectionHistory, oldest first (history.go). Snapshots
+	// taken before it existed restore with none.
+	Elections map[string][]protocol.Election `json:"elections,omitempty"`
 }
 
 // Group is one broker group (a brokerName): its replicas, its master and
@@ -36,7 +40,9 @@ type Replica struct {
 	CheckCode string `json:"checkCode"` // the registerCheckCode it applied with
 }
 
-func newState() *State { return &State{Groups: map[string]*Group{}} }
+func newState() *State {
+	return &State{Groups: map[string]*Group{}, Elections: map[string][]protocol.Election{}}
+}
 
 // clone returns a deep copy (for snapshots and for readers).
 func (g *Group) clone() *Group {
@@ -109,6 +115,11 @@ type command struct {
 	// the epochs the proposer saw
 	MasterEpoch       int32 `json:"masterEpoch"`
 	SyncStateSetEpoch int32 `json:"syncStateSetEpoch"`
+	// electMaster: when the leader proposed it (Unix ms, its clock: apply
+	// must not read the clock, every node applies the same value) and
+	// what triggered it, for the election history
+	Time   int64  `json:"time,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func (c *command) encode() []byte {
@@ -200,8 +211,11 @@ func (s *State) electMaster(c *command) *result {
 		g.SyncStateSet = []int64{c.BrokerID}
 		g.SyncStateSetEpoch++
 	}
+	old := g.MasterID
+	oldAddr := g.MasterAddr()
 	g.MasterID = c.BrokerID
 	g.MasterEpoch++
+	s.recordElection(c, g, old, oldAddr)
 	return &result{Code: protocol.Success, Group: g.clone()}
 }
 

@@ -286,7 +286,8 @@ func TestBrowserController(t *testing.T) {
 		}
 	}
 	for sel, want := range map[string]string{"#ctl-leader": "n0 (" + f.ctl + ")", "#ctl-nodes": "LEADER",
-		group + ".ctl-master": f.masterAddr, group + ".ctl-epoch": "1", "#ctl-elections": "none observed"} {
+		group + ".ctl-master": f.masterAddr, group + ".ctl-epoch": "1", "#ctl-elections": "0 → 1",
+		"#ctl-elections-source": "replicated election history"} {
 		if got := text(sel); !strings.Contains(got, want) {
 			t.Fatalf("%s: %q, want %q", sel, got, want)
 		}

@@ -27,6 +27,10 @@ type ControllerView struct {
 	Leader    string           `json:"leaderAddress,omitempty"`
 	Groups    []ReplicaGroup   `json:"groups"`
 	Elections []Election       `json:"elections"`
+	// ElectionsError says why Elections are the console's own
+	// observations instead of the controller's history ("" when they are
+	// the controller's).
+	ElectionsError string `json:"electionsError,omitempty"`
 	// Error is set when the leader could not be asked for the groups
 	// (no leader: an election in progress, or a majority down).
 	Error string `json:"error,omitempty"`
@@ -76,19 +80,31 @@ type Replica struct {
 	Master   bool   `json:"master"`
 }
 
-// Election is a change of a group's master epoch the console observed:
-// the controller keeps each group's current master and epoch, not a
-// history, so the log holds what the console saw while it ran (every
-// controller page view and sampler tick compares), newest first. An epoch
-// that moved by more than one between two looks was several elections.
+// Election is one master election of a group, newest first in the view.
+// From the controller's replicated history (Source "controller": every
+// election the controller applied, the last 100 per group, with its time,
+// trigger and SyncStateSet); or, from a controller without that history
+// (or none answering), a change of a group's master epoch the console
+// observed while it ran (Source "observed", At is when it looked; an
+// epoch that moved by more than one between two looks was several
+// elections).
 type Election struct {
-	At         time_  `json:"observedAt"`
-	BrokerName string `json:"brokerName"`
-	FromEpoch  int32  `json:"fromEpoch"`
-	FromMaster string `json:"fromMaster,omitempty"`
-	Epoch      int32  `json:"epoch"`
-	Master     string `json:"master,omitempty"` // "" when the group was left without a master
+	At           time_   `json:"at"`
+	BrokerName   string  `json:"brokerName"`
+	FromEpoch    int32   `json:"fromEpoch"`
+	FromMaster   string  `json:"fromMaster,omitempty"`
+	Epoch        int32   `json:"epoch"`
+	Master       string  `json:"master,omitempty"` // "" when the group was left without a master
+	Reason       string  `json:"reason,omitempty"` // controller, broker or admin (Source controller)
+	SyncStateSet []int64 `json:"syncStateSet,omitempty"`
+	Source       string  `json:"source"`
 }
+
+// Sources of Election.
+const (
+	ElectionsFromController = "controller"
+	ElectionsObserved       = "observed"
+)
 
 // electionsKept bounds the election log.
 const electionsKept = 200
@@ -116,7 +132,7 @@ func (l *electionLog) observe(groups []ReplicaGroup, now time.Time) {
 			continue
 		}
 		e := Election{At: time_{now}, BrokerName: g.BrokerName, FromEpoch: prev.MasterEpoch, FromMaster: prev.MasterAddr,
-			Epoch: g.MasterEpoch, Master: g.MasterAddr}
+			Epoch: g.MasterEpoch, Master: g.MasterAddr, Source: ElectionsObserved}
 		l.log = append(l.log, e)
 		if len(l.log) > electionsKept {
 			l.log = l.log[len(l.log)-electionsKept:]
@@ -162,8 +178,37 @@ func (s *Server) controller(ctx context.Context) (*ControllerView, error) {
 	} else {
 		v.Groups = groups
 	}
-	v.Elections = s.elections.newest()
+	v.Elections, v.ElectionsError = s.electionHistory(ctx)
 	return v, nil
+}
+
+// electionHistory returns the controller's election history, newest
+// first: the leader's, else the first node that answers (what it has
+// applied). A controller without the history (REQUEST_CODE_NOT_SUPPORTED)
+// or none answering leaves the elections this console observed, and the
+// reason.
+func (s *Server) electionHistory(ctx context.Context) ([]Election, string) {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	hist, err := s.ctl.ElectionHistory(cctx, "")
+	cancel()
+	for _, a := range s.ctl.Addrs() {
+		if err == nil {
+			break
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		hist, err = s.ctl.ElectionHistoryAt(cctx, a, "")
+		cancel()
+	}
+	if err != nil {
+		return s.elections.newest(), fmt.Sprintf("the controller's election history is unavailable (%v): elections this console observed", err)
+	}
+	out := make([]Election, 0, len(hist))
+	for i := len(hist) - 1; i >= 0; i-- {
+		e := hist[i]
+		out = append(out, Election{At: time_{e.Time}, BrokerName: e.Group, FromEpoch: e.Epoch - 1, FromMaster: e.OldMasterAddr,
+			Epoch: e.Epoch, Master: e.NewMasterAddr, Reason: e.Reason, SyncStateSet: e.SyncStateSet, Source: ElectionsFromController})
+	}
+	return out, ""
 }
 
 // replicaGroups asks the controller leader for the groups of every broker

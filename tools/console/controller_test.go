@@ -119,11 +119,16 @@ func TestControllerPage(t *testing.T) {
 			t.Fatalf("replica %+v (master %s)", r, f.masterAddr)
 		}
 	}
-	if len(v.Elections) != 0 {
-		t.Fatalf("elections before any failover: %+v", v.Elections)
+	// the controller's history: the first election only
+	if len(v.Elections) != 1 || v.ElectionsError != "" {
+		t.Fatalf("elections before any failover: %+v (%s)", v.Elections, v.ElectionsError)
+	}
+	if e := v.Elections[0]; e.BrokerName != "broker-a" || e.FromEpoch != 0 || e.Epoch != 1 || e.FromMaster != "" ||
+		e.Master != f.masterAddr || e.Source != console.ElectionsFromController || e.At.IsZero() {
+		t.Fatalf("first election %+v", e)
 	}
 	code, body := getPage(t, f.client, f.base+"/controller")
-	for _, want := range []string{"n0 (" + f.ctl + ")", "LEADER", "broker-a", f.masterAddr, "2 replica(s)", "none observed"} {
+	for _, want := range []string{"n0 (" + f.ctl + ")", "LEADER", "broker-a", f.masterAddr, "2 replica(s)", "replicated election history", "0 → 1"} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Fatalf("/controller %d lacks %q:\n%s", code, want, body)
 		}
@@ -144,15 +149,15 @@ func TestControllerPage(t *testing.T) {
 			t.Fatalf("the dead master: %+v", r)
 		}
 	}
-	if len(v.Elections) != 1 {
+	if len(v.Elections) != 2 {
 		t.Fatalf("elections: %+v", v.Elections)
 	}
 	if e := v.Elections[0]; e.BrokerName != "broker-a" || e.FromEpoch != 1 || e.Epoch != 2 || e.FromMaster != f.masterAddr ||
-		e.Master != f.slaveAddr || e.At.IsZero() {
+		e.Master != f.slaveAddr || e.At.IsZero() || e.Reason != "controller" || len(e.SyncStateSet) != 1 {
 		t.Fatalf("election %+v", e)
 	}
 	// the next look records nothing new
-	if v = f.view(t); len(v.Elections) != 1 {
+	if v = f.view(t); len(v.Elections) != 2 {
 		t.Fatalf("elections after another look: %+v", v.Elections)
 	}
 

@@ -269,3 +269,38 @@ func (c *Client) Heartbeat(ctx context.Context, h *protocol.BrokerHeartbeatReque
 	}
 	return errors.Join(errs...)
 }
+
+// ElectionHistory returns the controller's replicated history of master
+// elections of brokerName (every group's when empty), oldest first: the
+// last protocol.MaxElectionHistory per group. It asks the leader (any
+// node serves it, from the state it has applied; the leader's is the
+// newest).
+func (c *Client) ElectionHistory(ctx context.Context, brokerName string) ([]protocol.Election, error) {
+	resp, err := c.call(ctx, protocol.TideGetElectionHistory, &protocol.GetElectionHistoryRequestHeader{BrokerName: brokerName}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := protocol.DecodeElectionHistory(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return h.Elections, nil
+}
+
+// ElectionHistoryAt is ElectionHistory asked of one node (addr), leader
+// or not: what that node has applied, for when no leader is reachable.
+func (c *Client) ElectionHistoryAt(ctx context.Context, addr, brokerName string) ([]protocol.Election, error) {
+	h := protocol.GetElectionHistoryRequestHeader{BrokerName: brokerName}
+	resp, err := c.rc.InvokeTimeout(ctx, addr, protocol.NewRequest(protocol.TideGetElectionHistory, h.Encode(), nil), c.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.Err(); err != nil {
+		return nil, err
+	}
+	eh, err := protocol.DecodeElectionHistory(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return eh.Elections, nil
+}

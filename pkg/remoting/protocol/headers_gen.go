@@ -347,6 +347,22 @@ func (h *NotifyBrokerRoleChangedRequestHeader) Decode(ext map[string]string) err
 }
 
 // Encode implements Header.
+func (h *GetElectionHistoryRequestHeader) Encode() map[string]string {
+	m := make(map[string]string, 1)
+	if h.BrokerName != "" {
+		m["brokerName"] = h.BrokerName
+	}
+	return m
+}
+
+// Decode implements Header.
+func (h *GetElectionHistoryRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.BrokerName = r.str("brokerName", false)
+	return r.err
+}
+
+// Encode implements Header.
 func (h *CreateTopicRequestHeader) Encode() map[string]string {
 	m := make(map[string]string, 8)
 	m["topic"] = h.Topic

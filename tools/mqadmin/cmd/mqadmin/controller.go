@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -16,9 +17,16 @@ import (
 // the NameServers (docs/controller.md).
 
 func (e *cli) controllerFlags(name, usage string) (*common, func(args []string) error, *string) {
+	_, co, parseArgs, addr := e.controllerFlagSet(name, usage)
+	return co, parseArgs, addr
+}
+
+// controllerFlagSet is controllerFlags with the flag set, for commands
+// with flags of their own.
+func (e *cli) controllerFlagSet(name, usage string) (*flag.FlagSet, *common, func(args []string) error, *string) {
 	fs, co := e.flags(name, "-a controllerAddr "+usage)
 	addr := fs.String("a", e.getenv("CONTROLLER_ADDR"), "controller addresses, `host:port[;host:port]` (default $CONTROLLER_ADDR)")
-	return co, func(args []string) error {
+	return fs, co, func(args []string) error {
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -161,6 +169,50 @@ func runElectMaster(ctx context.Context, e *cli, args []string) error {
 		row(tw, "#BrokerName", "#MasterId", "#MasterAddress", "#MasterEpoch", "#SyncStateSetEpoch")
 		row(tw, *name, h.MasterBrokerID, h.MasterAddress, h.MasterEpoch, h.SyncStateSetEpoch)
 	})
+}
+
+func runListElections(ctx context.Context, e *cli, args []string) error {
+	fs, co, parseArgs, addr := e.controllerFlagSet("listElections", "[-b brokerName]")
+	name := fs.String("b", "", "broker group name (default: every group)")
+	if err := parseArgs(args); err != nil {
+		return err
+	}
+	cli, closeFn, err := e.controllerClient(co, *addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	cctx, cancel := context.WithTimeout(ctx, co.timeout)
+	defer cancel()
+	hist, err := cli.ElectionHistory(cctx, *name)
+	if err != nil {
+		return err
+	}
+	if hist == nil {
+		hist = []protocol.Election{}
+	}
+	return e.emit(co.json, hist, func(tw *tabwriter.Writer) {
+		row(tw, "#Time", "#BrokerName", "#Epoch", "#OldMaster", "#NewMaster", "#Reason", "#SyncStateSet")
+		for _, el := range hist {
+			at := "-"
+			if !el.Time.IsZero() {
+				at = el.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			row(tw, at, el.Group, el.Epoch, replicaRef(el.OldMaster, el.OldMasterAddr), replicaRef(el.NewMaster, el.NewMasterAddr),
+				dash(el.Reason), fmt.Sprint(el.SyncStateSet))
+		}
+	})
+}
+
+// replicaRef shows a broker id with its address ("-" for none).
+func replicaRef(id int64, addr string) string {
+	if id == protocol.NoBrokerID {
+		return "-"
+	}
+	if addr == "" {
+		return fmt.Sprint(id)
+	}
+	return fmt.Sprintf("%d(%s)", id, addr)
 }
 
 func dash(s string) string {

@@ -68,6 +68,20 @@ func TestControllerCommands(t *testing.T) {
 		t.Fatalf("electMaster: %+v", eh)
 	}
 	h.fails(t, 1, "CONTROLLER_ELECT_MASTER_FAILED", "electMaster", "-a", addr, "-b", "b", "-i", "9")
+	// the history has both elections, the designated one last
+	var hist []protocol.Election
+	h.okJSON(t, &hist, "listElections", "-a", addr, "-b", "b")
+	if len(hist) != 2 || hist[0].NewMaster != 1 || hist[0].Reason != "broker" || hist[1].OldMaster != 1 || hist[1].NewMaster != 2 ||
+		hist[1].Epoch != 2 || hist[1].Reason != "admin" || hist[1].NewMasterAddr != "127.0.0.1:10912" || hist[1].Time.IsZero() {
+		t.Fatalf("listElections: %+v", hist)
+	}
+	if out := h.ok(t, "listElections", "-a", addr); !strings.Contains(out, "#NewMaster") || !strings.Contains(out, "2(127.0.0.1:10912)") ||
+		!strings.Contains(out, "admin") {
+		t.Fatalf("listElections table:\n%s", out)
+	}
+	if out := h.ok(t, "listElections", "-a", addr, "-b", "none"); strings.Contains(out, "127.0.0.1") {
+		t.Fatalf("listElections of an unknown group:\n%s", out)
+	}
 	h.fails(t, 2, "-i brokerId is required", "electMaster", "-a", addr, "-b", "b")
 	h.fails(t, 2, "-a controllerAddr is required", "getSyncStateSet", "-b", "b")
 }

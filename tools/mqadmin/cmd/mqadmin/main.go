@@ -71,6 +71,7 @@ func commands() []command {
 		{"getControllerMetaData", "controller", "each controller node's group, leader and role (-a controllerAddr)", runGetControllerMetaData},
 		{"getSyncStateSet", "controller", "a broker group's master, epochs and replicas in and out of sync", runGetSyncStateSet},
 		{"electMaster", "controller", "make an alive in-sync replica of a broker group its master", runElectMaster},
+		{"listElections", "controller", "the controller's history of master elections (last 100 per group)", runListElections},
 	}
 }
 
