@@ -38,14 +38,22 @@ func runEnv(t *testing.T, env map[string]string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-func TestCredentials(t *testing.T) {
-	t.Parallel()
-	acl := filepath.Join(t.TempDir(), "plain_acl.yml")
-	if err := os.WriteFile(acl, []byte(testACL), 0o600); err != nil {
+// startACLBroker runs a NameServer and a broker with ACL on (testACL,
+// in the returned file).
+func startACLBroker(t *testing.T) (ns string, b *broker.Broker, aclFile string) {
+	t.Helper()
+	aclFile = filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(aclFile, []byte(testACL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ns := nameservertest.Start(t)
-	b := brokertest.Start(t, ns, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, acl })
+	ns = nameservertest.Start(t)
+	b = brokertest.Start(t, ns, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, aclFile })
+	return ns, b, aclFile
+}
+
+func TestCredentials(t *testing.T) {
+	t.Parallel()
+	ns, b, _ := startACLBroker(t)
 	admin := map[string]string{"NAMESRV_ADDR": ns, "TIDE_ACCESS_KEY": "toolsAdmin", "TIDE_SECRET_KEY": "toolsAdminSecret"}
 	bare := map[string]string{"NAMESRV_ADDR": ns}
 	topic := "CredTopic"
