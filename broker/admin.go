@@ -35,6 +35,9 @@ func (b *Broker) handleCreateTopic(ctx context.Context, c *remoting.Conn, req *p
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
 	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", protocol.PermString(h.Perm), "by", c.RemoteAddr())
+	// The in-sync slaves have it before the caller hears SUCCESS
+	// (bounded; metasync.go): a failover right after does not lose it.
+	b.awaitSlavesMetadata(ctx, "topic "+h.Topic)
 	// As RocketMQ (registerIncrementBrokerData): the NameServers learn the
 	// topic before the caller hears SUCCESS, so a route lookup right after
 	// finds it. Bounded by the registration timeout; a NameServer that does
@@ -66,6 +69,7 @@ func (b *Broker) handleDeleteTopic(ctx context.Context, c *remoting.Conn, req *p
 	b.offsets.RemoveTopic(h.Topic)
 	b.store.DeleteTopics(h.Topic)
 	b.log.Info("topic deleted", "topic", h.Topic, "by", c.RemoteAddr())
+	b.awaitSlavesMetadata(ctx, "topic "+h.Topic+" deleted")
 	b.registry.Trigger()
 	return protocol.NewResponse(req, protocol.Success, "")
 }
@@ -100,6 +104,7 @@ func (b *Broker) handleUpdateSubscriptionGroup(ctx context.Context, c *remoting.
 	if err := b.groups.Persist(); err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "%v", err)
 	}
+	b.awaitSlavesMetadata(ctx, "subscription group "+cfg.GroupName)
 	return protocol.NewResponse(req, protocol.Success, "")
 }
 

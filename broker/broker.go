@@ -59,6 +59,7 @@ type Broker struct {
 	masterAddr atomic.Value // string: the master's client address (slaves)
 	metaSynced atomic.Int64 // metadata syncs applied (slaves)
 	syncNow    chan struct{}
+	meta       *metaSync // the slaves' metadata long polls and confirmations (metasync.go)
 	// the delay-level and timer services: replaced when a broker demoted
 	// while running is promoted again (roleswitch.go), hence atomic
 	schedP  atomic.Pointer[schedule.Service]
@@ -106,7 +107,8 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{}), syncNow: make(chan struct{}, 1)}
+	b := &Broker{opts: opts, log: logger.With("broker", opts.BrokerName), stop: make(chan struct{}), syncNow: make(chan struct{}, 1),
+		meta: newMetaSync()}
 	cfgDir := filepath.Join(opts.Store.StorePathRootDir, "config")
 	levels, _ := store.ParseDelayLevels(opts.Store.MessageDelayLevel)
 	b.delayLevels = len(levels)
@@ -116,6 +118,7 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 		AutoCreateTopicEnable: opts.AutoCreateTopicEnable, DefaultTopicQueueNums: opts.DefaultTopicQueueNums,
 		ClusterTopicEnable: opts.ClusterTopicEnable, BrokerTopicEnable: opts.BrokerTopicEnable,
 		TraceTopicEnable: opts.TraceTopicEnable, ScheduleQueueNums: int32(len(levels)),
+		OnChange: b.meta.ring,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: topics: %w", err)

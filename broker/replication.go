@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/tidemq/tide/broker/internal/ha"
-	"github.com/tidemq/tide/broker/internal/jsonfile"
 	"github.com/tidemq/tide/broker/internal/registry"
-	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -161,98 +158,6 @@ func (b *Broker) waitReplicated(ctx context.Context, end int64) int16 {
 	}
 }
 
-// handleMetadata serves the master side of the slave metadata sync.
-func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	md := protocol.BrokerMetadata{Topics: b.topics.Wrapper(), Offsets: b.offsets.Snapshot(), Groups: b.groups.Wrapper(), DelayOffsets: map[string]int64{}}
-	if s := b.sched(); s != nil {
-		// Replicated progress only: a slave promoted with it has the
-		// delivered copy of every message before it.
-		for i, off := range s.Progress() {
-			md.DelayOffsets[strconv.Itoa(i+1)] = off
-		}
-	}
-	if t := b.timers(); t != nil && t.Running() {
-		// Counts a timer as delivered only once its copy is replicated
-		// (timer.Options.Replicated), as the delay progress above.
-		md.TimerCheckpoint = t.Checkpoint()
-	}
-	md.ACL = b.masterACL()
-	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = md.Encode()
-	return resp
-}
-
-// syncMetadataLoop copies topics, offsets, groups, delay progress, the
-// timer checkpoint and the ACL (aclsync.go) from the master every 10 s
-// (2 s in controller mode), so the slave can serve consumers and hold the
-// state a promotion needs.
-func (b *Broker) syncMetadataLoop(end <-chan struct{}) {
-	defer b.wg.Done()
-	every := ha.DefaultMetadataSyncInterval
-	if b.ctl != nil {
-		every = controllerModeMetadataSync
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		b.syncMetadata()
-		select {
-		case <-b.stop:
-			return
-		case <-end:
-			return
-		case <-t.C:
-		case <-b.syncNow:
-		}
-	}
-}
-
-func (b *Broker) syncMetadata() {
-	master, _ := b.masterAddr.Load().(string)
-	if master == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req := protocol.NewRequest(protocol.TideGetMetadata, nil, nil)
-	b.signInner(req)
-	resp, err := b.nsClient.Invoke(ctx, master, req)
-	if err == nil {
-		err = resp.Err()
-	}
-	if err != nil {
-		b.log.Warn("metadata sync from master failed", "master", master, "err", err)
-		return
-	}
-	md, err := ha.DecodeMetadata(resp.Body)
-	if err != nil {
-		b.log.Warn("metadata sync from master", "master", master, "err", err)
-		return
-	}
-	if md.Topics.DataVersion != b.topics.DataVersion() {
-		if err := b.topics.Replace(md.Topics); err != nil {
-			b.log.Error("apply master topics", "err", err)
-		}
-	}
-	b.offsets.Replace(md.Offsets)
-	b.groups.Replace(md.Groups)
-	delay := struct {
-		OffsetTable map[string]int64 `json:"offsetTable"`
-	}{md.DelayOffsets}
-	if err := jsonfile.Save(filepath.Join(b.opts.Store.StorePathRootDir, "config", "delayOffset.json"), delay); err != nil {
-		b.log.Error("save master delay offsets", "err", err)
-	}
-	// The file of a timer service that runs is its own: a slave's does not
-	// (a master answering its own sync at a role change keeps its file).
-	if t := b.timers(); len(md.TimerCheckpoint) > 0 && (t == nil || !t.Running()) {
-		if err := timer.ReplaceCheckpoint(b.timerCheckpointPath(), md.TimerCheckpoint); err != nil {
-			b.log.Error("save master timer checkpoint", "err", err)
-		}
-	}
-	b.applyMasterACL(master, md.ACL)
-	b.metaSynced.Add(1)
-}
-
 // handleHAStatus serves TideHAStatus: the replication state as JSON.
 func (b *Broker) handleHAStatus(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 	st := protocol.HAStatus{BrokerName: b.opts.BrokerName, BrokerID: b.brokerID(), Role: b.brokerRole(),
@@ -268,13 +173,4 @@ func (b *Broker) handleHAStatus(ctx context.Context, c *remoting.Conn, req *prot
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = st.Encode()
 	return resp
-}
-
-// SyncMetadataNow asks a slave to copy its master's metadata now instead
-// of at the next 10 s tick (tests and operators). It does not block.
-func (b *Broker) SyncMetadataNow() {
-	select {
-	case b.syncNow <- struct{}{}:
-	default:
-	}
 }

@@ -49,6 +49,9 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	if created {
 		b.log.Info("topic auto-created on send", "topic", h.Topic, "queues", tc.WriteQueueNums, "producerGroup", h.ProducerGroup)
 		b.registry.Trigger()
+		// As a created topic: the in-sync slaves have it before the
+		// message is stored (bounded, once per topic).
+		b.awaitSlavesMetadata(ctx, "topic "+h.Topic+" (auto-created)")
 	}
 	if !protocol.PermWritable(tc.Perm) {
 		return b.errorResponse(c, req, protocol.NoPermission, "the topic[%s] sending message is forbidden", h.Topic)

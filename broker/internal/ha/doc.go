@@ -144,8 +144,9 @@
 // # Metadata
 //
 // Metadata (topic configs, consumer offsets, delay offsets, subscription
-// groups) is what a slave copies from its master every
-// DefaultMetadataSyncInterval so it can serve consumers; this package
+// groups) is what a slave copies from its master, at the latest every
+// DefaultMetadataSyncInterval (a long poll the master answers early when
+// its topics or groups change), so it can serve consumers; this package
 // only defines it and its JSON encoding, the broker serves it over a
 // request code.
 //

@@ -12,7 +12,7 @@ var ErrBadMetadata = errors.New("ha: malformed metadata")
 
 // Metadata is what a slave copies from its master besides the commit log
 // (RocketMQ's SlaveSynchronize), so that it can serve consumers. A slave
-// fetches it every DefaultMetadataSyncInterval; the transport (the
+// fetches it at the latest every DefaultMetadataSyncInterval; the transport (the
 // TideGetMetadata request served by the master) belongs to the broker. The
 // body layout is protocol.BrokerMetadata's.
 type Metadata = protocol.BrokerMetadata

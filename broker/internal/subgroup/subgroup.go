@@ -112,6 +112,13 @@ func (t *Table) Wrapper() protocol.SubscriptionGroupWrapper {
 	return protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: m, DataVersion: t.version}
 }
 
+// DataVersion returns the current data version.
+func (t *Table) DataVersion() protocol.DataVersion {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
+
 // Persist writes the table if it changed since the last Persist.
 func (t *Table) Persist() error {
 	t.mu.Lock()

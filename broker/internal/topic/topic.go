@@ -99,6 +99,10 @@ type Options struct {
 	TraceTopicEnable      bool
 	ScheduleQueueNums     int32 // number of delay levels
 	Now                   func() time.Time
+	// OnChange, if set, is called after every change of the data
+	// version, with the table's lock held: it must not call the table.
+	// (The broker wakes the slaves' metadata long polls with it.)
+	OnChange func()
 }
 
 // Table is the topic table. It is safe for concurrent use.
@@ -187,6 +191,9 @@ func (t *Table) addSystemTopics() {
 func (t *Table) bump() {
 	t.version.Counter++
 	t.version.Timestamp = t.opts.Now().UnixMilli()
+	if t.opts.OnChange != nil {
+		t.opts.OnChange()
+	}
 }
 
 // Get returns a topic's config.

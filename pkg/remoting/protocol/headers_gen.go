@@ -1273,3 +1273,39 @@ func (h *RecallTimerRequestHeader) Decode(ext map[string]string) error {
 	h.Topic = r.str("topic", false)
 	return r.err
 }
+
+// Encode implements Header.
+func (h *GetMetadataRequestHeader) Encode() map[string]string {
+	m := make(map[string]string, 6)
+	if h.BrokerID != 0 {
+		m["brokerId"] = itoa64(h.BrokerID)
+	}
+	if h.TopicsCounter != 0 {
+		m["topicsCounter"] = itoa64(h.TopicsCounter)
+	}
+	if h.TopicsTimestamp != 0 {
+		m["topicsTimestamp"] = itoa64(h.TopicsTimestamp)
+	}
+	if h.GroupsCounter != 0 {
+		m["groupsCounter"] = itoa64(h.GroupsCounter)
+	}
+	if h.GroupsTimestamp != 0 {
+		m["groupsTimestamp"] = itoa64(h.GroupsTimestamp)
+	}
+	if h.HoldMillis != 0 {
+		m["holdMillis"] = itoa64(h.HoldMillis)
+	}
+	return m
+}
+
+// Decode implements Header.
+func (h *GetMetadataRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.BrokerID = r.i64("brokerId", false)
+	h.TopicsCounter = r.i64("topicsCounter", false)
+	h.TopicsTimestamp = r.i64("topicsTimestamp", false)
+	h.GroupsCounter = r.i64("groupsCounter", false)
+	h.GroupsTimestamp = r.i64("groupsTimestamp", false)
+	h.HoldMillis = r.i64("holdMillis", false)
+	return r.err
+}

@@ -143,6 +143,26 @@ type RecallTimerRequestHeader struct {
 // ---------------------------------------------------------------------------
 // Slave metadata (code 10005)
 
+// GetMetadataRequestHeader is the optional header of TideGetMetadata. A
+// slave names itself and the topic and subscription group data versions
+// it has applied (its confirmation of the previous answer: a master that
+// answers a topic creation only once its in-sync slaves have the topic
+// reads them), and may ask the master to hold the request up to
+// HoldMillis until either table's version differs from those (a long
+// poll: a new topic reaches the slaves at once, not at the next tick).
+// Without the header (HoldMillis 0) the master answers at once, as
+// before; a master that does not know the header ignores it.
+//
+//rmq:codec
+type GetMetadataRequestHeader struct {
+	BrokerID        int64 `rmq:"brokerId,omitempty"`
+	TopicsCounter   int64 `rmq:"topicsCounter,omitempty"`
+	TopicsTimestamp int64 `rmq:"topicsTimestamp,omitempty"`
+	GroupsCounter   int64 `rmq:"groupsCounter,omitempty"`
+	GroupsTimestamp int64 `rmq:"groupsTimestamp,omitempty"`
+	HoldMillis      int64 `rmq:"holdMillis,omitempty"`
+}
+
 // BrokerMetadata is what a slave copies from its master besides the commit
 // log (RocketMQ's SlaveSynchronize: topic configs, consumer offsets, delay
 // offsets, subscription groups), so that it can serve consumers: the body
