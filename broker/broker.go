@@ -132,7 +132,16 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	if b.sec, err = loadSecurity(opts, b.log); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if b.store, err = store.Open(opts.Store, logger, visibilityCoders(levels)...); err != nil {
+	storeOpts := visibilityCoders(levels)
+	if opts.EnableControllerMode && !opts.ReadUnCommitted {
+		// Nothing beyond what was dispatched before is made visible
+		// until the role is known (joinControllers sets the confirm
+		// offset limit): a returning old master's tail may be its own
+		// unacknowledged writes, which the truncation against the new
+		// master is about to drop (docs/controller.md).
+		storeOpts = append(storeOpts, store.WithDispatchLimit(holdDispatch))
+	}
+	if b.store, err = store.Open(opts.Store, logger, storeOpts...); err != nil {
 		b.sec.close()
 		return nil, fmt.Errorf("broker: store: %w", err)
 	}

@@ -70,6 +70,12 @@ func (b *Broker) ControllerRole() (running string, id int64, master protocol.Mas
 	return cm.running, cm.id, cm.master, true
 }
 
+// holdDispatch is the dispatch limit of a controller-mode broker from
+// store.Open until joinControllers replaces it by the confirm offset: no
+// record the previous run had not dispatched (none above its confirm
+// offset then) is dispatched before the broker knows its role.
+func holdDispatch() int64 { return 0 }
+
 // joinControllers runs before replication starts: it settles the broker's
 // id and role with the controllers and sets b.opts.BrokerRole/BrokerID
 // (and the store's read-only flag) to match.

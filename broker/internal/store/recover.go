@@ -18,7 +18,8 @@ import (
 //  3. re-dispatch from the checkpoint's logics offset (idempotent: units
 //     already present are skipped), so consume queues and index cover
 //     every valid record;
-//  4. queue offset counters = consume queue max offsets.
+//  4. queue offset counters = consume queue max offsets, or past the
+//     records the dispatch limit holds back (WithDispatchLimit).
 func (s *Store) recover() error {
 	_, err := os.Stat(s.cfg.abortPath())
 	abnormal := err == nil
@@ -67,6 +68,14 @@ func (s *Store) recover() error {
 	s.dispatchAvailable()
 	for _, q := range s.queues() {
 		s.qoff[queueKey{q.Topic(), q.ID()}] = q.MaxOffset()
+	}
+	if s.reputFrom < end {
+		// Held back by the dispatch limit (WithDispatchLimit): the
+		// counters go past those records too, as TakeWrites does.
+		_, next := s.scanTail(s.reputFrom)
+		for k, n := range next {
+			s.qoff[k] = max(s.qoff[k], n)
+		}
 	}
 	s.lastCP = cp
 	return s.saveCheckpoint(false)

@@ -245,6 +245,22 @@ func WithTagsCoder(topic string, fn TagsCoder) Option {
 	return func(s *Store) { s.coders = append(s.coders, topicCoder{topic, fn}) }
 }
 
+// WithDispatchLimit sets the dispatch limit (SetDispatchLimit) before
+// recovery, so that recovery's re-dispatch respects it too: a broker that
+// starts in controller mode holds back the records it cannot prove
+// confirmed (a returning old master's divergent tail) until its role is
+// known, instead of exposing them between Open and SetDispatchLimit. The
+// records recovery leaves undispatched still count for the queue offset
+// counters, so a write taken before they are dispatched does not reuse
+// their queue offsets.
+func WithDispatchLimit(fn func() int64) Option {
+	return func(s *Store) {
+		if fn != nil {
+			s.limit.Store(&fn)
+		}
+	}
+}
+
 // SetDispatchListener installs (or with nil removes) the dispatch hook.
 func (s *Store) SetDispatchListener(fn DispatchListener) {
 	if fn == nil {

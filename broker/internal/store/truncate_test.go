@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // TestTruncate cuts a store back across a segment end and checks the
@@ -131,18 +129,7 @@ func TestTakeWritesAboveDispatchLimit(t *testing.T) {
 	if err := replica.WaitDispatched(ctx, replica.MaxPhyOffset()); err != nil {
 		t.Fatal(err)
 	}
-	got := replica.GetMessage("T", 0, 0, 32, 1<<20, nil)
-	var bodies []string
-	pos := 0
-	for _, rec := range got.Records {
-		b := got.Data[pos : pos+int(rec.Size)]
-		pos += int(rec.Size)
-		v, err := protocol.ViewRecord(b, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bodies = append(bodies, fmt.Sprintf("%d:%s", v.QueueOffset, b[v.BodyOffset:v.BodyOffset+v.BodyLength]))
-	}
+	bodies := queueBodies(t, replica, "T", 0)
 	want := []string{"0:m0", "1:m1", "2:m2", "3:m3", "4:m4", "5:m5", "6:m6", "7:m7", "8:m8", "9:new"}
 	if !slices.Equal(bodies, want) {
 		t.Fatalf("consume queue after the limit lifted: %v, want %v", bodies, want)
