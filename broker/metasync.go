@@ -327,10 +327,7 @@ func (b *Broker) syncMetadata(end <-chan struct{}, hold time.Duration) (changed,
 			cancel()
 		}()
 	}
-	id := b.opts.BrokerID
-	if b.ctl != nil {
-		id = b.ctl.id
-	}
+	id := b.brokerID() // a slave's: its brokerId, or its controller id in controller mode
 	topics, groups := b.topics.DataVersion(), b.groups.DataVersion()
 	h := protocol.GetMetadataRequestHeader{BrokerID: id, TopicsCounter: topics.Counter, TopicsTimestamp: topics.Timestamp,
 		GroupsCounter: groups.Counter, GroupsTimestamp: groups.Timestamp, HoldMillis: hold.Milliseconds()}
@@ -344,6 +341,13 @@ func (b *Broker) syncMetadata(end <-chan struct{}, hold time.Duration) (changed,
 		return false, true, err
 	}
 	if err != nil {
+		select {
+		case <-b.stop:
+			return false, false, err // cut short by the shutdown: nothing to report
+		case <-end:
+			return false, false, err // or by a role change
+		default:
+		}
 		b.log.Warn("metadata sync from master failed", "master", master, "err", err)
 		return false, false, err
 	}
