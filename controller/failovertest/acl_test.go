@@ -7,8 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -45,7 +49,8 @@ var (
 // change after a metadata sync; the master is SIGKILLed, and the promoted
 // slave refuses tenantA's sends to tenantB's topic while it accepts
 // tenantA's to its own and tenantB's to its own (pkg/mqclient producers
-// with credentials, through the NameServer's routes). Without the ACL sync
+// and the official client v2.1.2 with credentials, through the
+// NameServer's routes). Without the ACL sync
 // the promoted slave still lets tenantA into every topic and does not
 // know tenantB.
 func TestACLFollowsTheMaster(t *testing.T) {
@@ -136,6 +141,14 @@ func TestACLFollowsTheMaster(t *testing.T) {
 	}
 	if _, err := statsA.TopicStats(ctx, b2.addr, topicB); !noPermission(err) {
 		t.Fatalf("tenantA's stats of tenantB's topic on the new master: %v, want NO_PERMISSION", err)
+	}
+	// the official client v2.1.2 with tenantA's credentials: the same
+	official := officialProducer(t, g.ns, producer.WithCredentials(primitive.Credentials{AccessKey: tenantA.AccessKey, SecretKey: tenantA.SecretKey}))
+	if res, err := official.SendSync(sctx, primitive.NewMessage(topicA, []byte("own, official"))); err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("official client, tenantA's own topic on the new master: %v %+v", err, res)
+	}
+	if _, err := official.SendSync(sctx, primitive.NewMessage(topicB, []byte("intrusion, official"))); err == nil || !strings.Contains(err.Error(), "No permission") {
+		t.Fatalf("official client, tenantA to tenantB's topic on the new master: %v, want a refusal naming the permission", err)
 	}
 }
 

@@ -195,11 +195,13 @@ func sendLoop(stop <-chan struct{}, l *ledger, client string, send func(context.
 	}
 }
 
-func officialProducer(t *testing.T, ns string) rocketmq.Producer {
+// officialProducer starts an official v2.1.2 producer of group
+// pg-official; opts are applied after the defaults (credentials).
+func officialProducer(t *testing.T, ns string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+	p, err := rocketmq.NewProducer(append([]producer.Option{producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		producer.WithGroupName("pg-official"), producer.WithInstanceName(fmt.Sprintf("official-%d", time.Now().UnixNano())),
-		producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+		producer.WithRetry(2), producer.WithSendMsgTimeout(3 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
