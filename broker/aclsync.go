@@ -27,6 +27,16 @@ func (b *Broker) masterACL() *protocol.PlainACLConfig {
 	return &d
 }
 
+// aclChecksum is the checksum of the ACL in force ("" with ACL off): a
+// held metadata poll ends when it changes, so an ACL change reaches the
+// slaves at once.
+func (b *Broker) aclChecksum() string {
+	if b.sec.acl == nil {
+		return ""
+	}
+	return b.sec.acl.Config().Checksum()
+}
+
 // applyMasterACL is the slave's side of the ACL sync. Nothing happens when
 // the master sent no document (ACL off there, or a master from before
 // the ACL sync), when this broker has ACL off (it enforces nothing, and
@@ -117,6 +127,7 @@ func (b *Broker) editACL(c *remoting.Conn, req *protocol.Command, fail int16, wh
 		return b.errorResponse(c, req, fail, "acl file %s: %v", v.Path(), err)
 	}
 	b.log.Info("ACL changed by an admin request", "change", what, "subject", subject, "file", v.Path(), "by", c.RemoteAddr())
+	b.meta.ring() // held metadata polls answer now: the slaves get the change at once
 	remark := ""
 	if !b.isMaster() {
 		remark = "applied on a slave: its master's ACL replaces it at the next metadata sync; change the master"

@@ -237,13 +237,15 @@ func (b *Broker) handleMetadata(ctx context.Context, c *remoting.Conn, req *prot
 }
 
 // holdMetadata returns once the topic or group table's version differs
-// from the slave's, after hold, or when the connection or broker closes.
+// from the slave's, the ACL changed by an admin request (aclsync.go),
+// after hold, or when the connection or broker closes.
 func (b *Broker) holdMetadata(ctx context.Context, hold time.Duration, topics, groups protocol.DataVersion) {
 	t := time.NewTimer(hold)
 	defer t.Stop()
+	acl := b.aclChecksum()
 	for {
 		bell := b.meta.wait()
-		if b.topics.DataVersion() != topics || b.groups.DataVersion() != groups {
+		if b.topics.DataVersion() != topics || b.groups.DataVersion() != groups || b.aclChecksum() != acl {
 			return
 		}
 		select {
