@@ -120,14 +120,7 @@ func TestCheckClockJumps(t *testing.T) {
 				h.add(Event{Time: at(tc.jump[1]), Process: "nemesis", Type: OK, Op: OpFault, Fault: FClockJump})
 			}
 			h.add(Event{Time: nb.Add(-time.Duration(tc.early) * time.Millisecond), Process: "c", Type: OK, Op: OpConsume, Group: "g", IDs: []string{"m"}})
-			h.drained()
-			r, err := Check(h.events)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := kinds(r); got != tc.want {
-				t.Fatalf("violations %q, want %q: %+v", got, tc.want, r.Violations)
-			}
+			r := checkWant(t, h.drained(), tc.want)
 			if r.EarlyBySkew != tc.bySkw {
 				t.Fatalf("EarlyBySkew %d, want %d", r.EarlyBySkew, tc.bySkw)
 			}
@@ -163,14 +156,7 @@ func TestCheckRecallClockAhead(t *testing.T) {
 			st := nf.Add(time.Duration(tc.storedAt) * time.Millisecond)
 			h.add(Event{Time: nb.Add(time.Second), Process: "c", Type: OK, Op: OpConsume, Group: "g", IDs: []string{"t"}, StoreTime: &st})
 			h.add(Event{Time: nb.Add(2 * time.Second), Process: "nemesis", Type: OK, Op: OpFault, Fault: FClockJump})
-			h.drained()
-			r, err := Check(h.events)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := kinds(r); got != tc.want {
-				t.Fatalf("violations %q, want %q: %+v", got, tc.want, r.Violations)
-			}
+			checkWant(t, h.drained(), tc.want)
 		})
 	}
 }
@@ -188,4 +174,18 @@ func TestClockJumpsSparedSlices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkWant checks h's history and fails unless its violations are want
+// (kinds' form).
+func checkWant(t *testing.T, h *hist, want string) *Report {
+	t.Helper()
+	r, err := Check(h.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(r); got != want {
+		t.Fatalf("violations %q, want %q: %+v", got, want, r.Violations)
+	}
+	return r
 }
