@@ -29,17 +29,22 @@ func TestCreationSurvivesImmediateKill(t *testing.T) {
 	defer cancel()
 	h := protocol.CreateTopicRequestHeader{Topic: fresh, DefaultTopic: "TBW102", ReadQueueNums: freshQueues, WriteQueueNums: freshQueues,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: "SINGLE_TAG"}
+	began := time.Now()
 	if resp, err := g.rc.Invoke(ctx, first.addr, protocol.NewRequest(protocol.UpdateAndCreateTopic, h.Encode(), nil)); err != nil || resp.Err() != nil {
 		t.Fatalf("create topic: %v %v", err, resp)
 	}
+	created := time.Since(began)
 	sg := protocol.DefaultSubscriptionGroupConfig(group)
 	body, _ := json.Marshal(sg)
 	if resp, err := g.rc.Invoke(ctx, first.addr, protocol.NewRequest(protocol.UpdateAndCreateSubscription, nil, body)); err != nil || resp.Err() != nil {
 		t.Fatalf("create group: %v %v", err, resp)
 	}
+	grouped := time.Since(began) - created
 	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("topic created in %v, group in %v (both include the wait for the slave's confirmation)",
+		created.Round(time.Millisecond), grouped.Round(time.Millisecond))
 	newMaster := g.newWritableMaster(first)
 
 	resp, err := g.invoke(newMaster, protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
