@@ -637,6 +637,13 @@ func (c *Client) brokerAddr(brokerName string, id int64) (string, error) {
 }
 
 // cachedMasterAddr returns the known master address of brokerName.
+// cachedRoute returns topic's cached route, nil when none was fetched.
+func (c *Client) cachedRoute(topic string) *route {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.routes[topic]
+}
+
 func (c *Client) cachedMasterAddr(brokerName string) (string, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -75,8 +75,10 @@ type settings struct {
 	interceptors   []SendInterceptor
 	faultIsolation bool
 	autoCreate     bool
-	idempotence    bool   // idempotence.go
-	stableInstance string // WithStableProducerID
+	idempotence    bool          // idempotence.go
+	stableInstance string        // WithStableProducerID
+	linger         time.Duration // WithAutoBatch; 0: off
+	batchBytes     int
 
 	// consumer
 	model             MessageModel
@@ -162,6 +164,8 @@ func (s *settings) validate() error {
 		return bad("cache limits must be positive")
 	case s.maxMessageSize <= 0:
 		return bad("max message size must be positive")
+	case s.linger < 0 || s.batchBytes < 0:
+		return bad("auto-batch linger %v and size %d must not be negative", s.linger, s.batchBytes)
 	case s.allocate == nil:
 		return bad("nil allocation strategy")
 	case s.from == ConsumeFromTimestamp && s.fromTimestamp.IsZero():
@@ -318,6 +322,21 @@ func WithSendInterceptors(is ...SendInterceptor) Option {
 // without the feature (Apache RocketMQ, or a Tide broker with
 // tideExtensions=false) the producer sends plain messages either way.
 func WithIdempotence(on bool) Option { return func(s *settings) { s.idempotence = on } }
+
+// WithAutoBatch makes SendAsync gather messages to the same queue into
+// one batch request (SEND_BATCH_MESSAGE), sent when it holds maxBytes
+// (encoded; 0 means 32 KiB, capped at WithMaxMessageSize) or linger after
+// its first message, whichever comes first (RocketMQ 5's autoBatch,
+// Kafka's linger.ms and batch.size). Each SendAsync still gets its own
+// result (MsgID, OffsetMsgID, QueueOffset) or the batch's error; a batch
+// is retried whole and, with idempotent sends, stored once. Delayed, timer
+// and compressed messages are sent alone; Send, SendTo, SendBatch,
+// SendOneway and transactions are never auto-batched. A linger of 0 turns
+// it off. Default off. See autobatch.go for the details and
+// docs/benchmarks/analysis.md for what it buys. Producer.
+func WithAutoBatch(linger time.Duration, maxBytes int) Option {
+	return func(s *settings) { s.linger, s.batchBytes = linger, maxBytes }
+}
 
 // WithStableProducerID makes the producer's id stable: derived from its
 // producer group and instance, the same after a restart, with a new epoch

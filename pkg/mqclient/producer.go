@@ -59,6 +59,8 @@ type Producer struct {
 	checker TransactionChecker // set by NewTransactionProducer
 
 	idem *idempotence // nil with WithIdempotence(false)
+
+	batch *batcher // nil without WithAutoBatch (autobatch.go)
 }
 
 const (
@@ -81,6 +83,9 @@ func NewProducer(opts ...Option) (*Producer, error) {
 	}
 	if s.idempotence {
 		p.idem = newIdempotence()
+	}
+	if s.linger > 0 {
+		p.batch = newBatcher(p, s.linger, s.batchBytes)
 	}
 	return p, nil
 }
@@ -129,6 +134,9 @@ func (p *Producer) Shutdown(ctx context.Context) error {
 		}
 		return nil
 	}
+	if p.batch != nil {
+		p.batch.flush() // the open batches go now, not after their linger
+	}
 	done := make(chan struct{})
 	go func() { p.async.Wait(); close(done) }()
 	var err error
@@ -168,6 +176,7 @@ type outgoing struct {
 	batch     bool
 	sharded   bool // keep the queue on retries
 	queue     *Queue
+	first     *Queue // the first attempt's queue (an auto-batch's); retries choose again
 	deliverAt time.Time
 	msg       *Message // for the selector
 
@@ -279,6 +288,9 @@ func (p *Producer) SendTo(ctx context.Context, msg *Message, q Queue) (*SendResu
 // (invalid message, producer not running). ctx bounds the whole send,
 // retries included. SendAsync blocks while 10000 sends of this producer are
 // pending. For a result channel, send from cb into a buffered channel.
+// With WithAutoBatch, msg may wait up to the linger to go in one request
+// with other SendAsync messages to its queue (autobatch.go); cb still gets
+// msg's own result, or the batch's error.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if err := p.running(); err != nil {
 		return err
@@ -297,6 +309,9 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		return ctx.Err()
 	}
 	p.async.Add(1)
+	if p.batch != nil && p.batch.add(ctx, msg, o, cb) {
+		return nil // the batch answers cb
+	}
 	// A reused goroutine: a fresh one per message regrew its stack
 	// every time (see pkg/remoting/workers).
 	workers.Shared().Go(func() {
@@ -442,6 +457,9 @@ func (p *Producer) pick(o *outgoing, r *route, lastFailed string) Queue {
 	qs := r.pub
 	if o.queue != nil {
 		return *o.queue
+	}
+	if o.first != nil && lastFailed == "" {
+		return *o.first
 	}
 	if o.sharded || p.s.selector != nil {
 		return p.sel.Select(o.msg, qs)

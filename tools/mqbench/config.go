@@ -34,6 +34,10 @@ type Config struct {
 	Keep      bool          `json:"keep,omitempty"`
 	// NoIdempotence turns pkg/mqclient's idempotent sends off (tide).
 	NoIdempotence bool `json:"no_idempotence,omitempty"`
+	// Linger and BatchBytes turn on pkg/mqclient's auto-batching of
+	// async sends (WithAutoBatch; tide).
+	Linger     time.Duration `json:"linger_ns,omitempty"`
+	BatchBytes int           `json:"batch_bytes,omitempty"`
 	// ServerVersion names the tide build under test (its client cannot ask).
 	ServerVersion string `json:"-"`
 	ServerPids    string `json:"-"`
@@ -73,6 +77,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.ServerPids, "server-pids", "", "`pids` of the server processes (comma-separated): their CPU time is recorded per message")
 	fs.BoolVar(&c.Keep, "keep", false, "do not delete the topics at the end")
 	fs.BoolVar(&c.NoIdempotence, "no-idempotence", false, "tide: send without pkg/mqclient's idempotent-producer stamps (to measure their cost)")
+	fs.DurationVar(&c.Linger, "linger", 0, "tide: auto-batch async sends to one queue for up to this long (pkg/mqclient WithAutoBatch; 0 = off)")
+	fs.IntVar(&c.BatchBytes, "batch-bytes", 0, "tide, with -linger: send an auto-batch once it holds this many `bytes` (0 = the client's default, 32 KiB)")
 	fs.StringVar(&c.JSONOut, "json", "", "also write the result as JSON to this `file` (- = stdout, text then goes to stderr)")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines")
 	fs.StringVar(&c.RateOf, "rate-of", "", "take -rate from this earlier result `file` (its produce msgs/s times -rate-factor)")
@@ -120,6 +126,8 @@ func (c *Config) validate() error {
 		return errors.New("-size must be at least 16 (the body carries a send timestamp)")
 	case c.Producers < 1 || c.Inflight < 1 || c.Batch < 1 || c.Topics < 1 || c.Queues < 1 || c.Consumers < 1 || c.Pull < 1:
 		return errors.New("-producers, -inflight, -batch, -topics, -queues, -consumers and -pull must be >= 1")
+	case c.Linger < 0 || c.BatchBytes < 0:
+		return errors.New("-linger and -batch-bytes must be >= 0")
 	case c.Rate < 0:
 		return errors.New("-rate must be >= 0")
 	case c.Mode == "backlog" && c.Count <= 0:

@@ -72,7 +72,8 @@ func (d *tideDriver) Prepare(ctx context.Context, topics []string, queues int) e
 
 func (d *tideDriver) Producer(ctx context.Context, cfg Config) (Producer, error) {
 	p, err := mqclient.NewProducer(mqclient.WithNameServers(d.namesrv), mqclient.WithLogger(d.log),
-		mqclient.WithProducerGroup(cfg.Prefix+"-p"), mqclient.WithIdempotence(!cfg.NoIdempotence))
+		mqclient.WithProducerGroup(cfg.Prefix+"-p"), mqclient.WithIdempotence(!cfg.NoIdempotence),
+		mqclient.WithAutoBatch(cfg.Linger, cfg.BatchBytes))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,270 @@
+package mqclient
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/remoting/workers"
+)
+
+// Auto-batching of asynchronous sends (WithAutoBatch; RocketMQ 5's
+// autoBatch, Kafka's linger.ms and batch.size).
+//
+// SendAsync puts an eligible message into the open batch of its queue
+// instead of sending it alone. A batch is sent (SEND_BATCH_MESSAGE, one
+// request) when adding the next message would take it over the byte limit,
+// when it reaches the limit, or when the linger has passed since its first
+// message; Shutdown sends every open batch at once. The broker stores a
+// batch's messages with consecutive queue offsets in the order SendAsync
+// was called and answers with their broker ids and the first offset, from
+// which each caller gets its own SendResult (its own MsgID, OffsetMsgID,
+// QueueOffset). A batch succeeds or fails as a whole: every caller of a
+// failed batch gets the batch's error. A failed batch is retried as the
+// same batch (WithRetries); with idempotent sends each message keeps its
+// sequence in the queue, so a retry after a lost answer is recognised and
+// nothing is stored twice.
+//
+// Messages without a ShardingKey (and without WithQueueSelector) stick to
+// one queue of their topic while its batch is open, then the next batch
+// takes the next queue (Kafka's sticky partitioner): round-robin per
+// message would spread them over every queue and leave each batch nearly
+// empty. Keyed messages join the batch of the queue their key selects and
+// keep that queue on retries.
+//
+// Not batched, sent as without auto-batching: delayed and timer messages
+// (the broker refuses delayed batches), messages compressed by
+// WithCompressOver (a batch has one system flag for all its messages),
+// transactional messages, retry-topic messages, and messages whose
+// topic's route the client has not fetched yet (SendAsync must not block
+// on the NameServers).
+//
+// Batches, like separate SendAsync calls, are sent concurrently: the
+// order between two batches of one queue is not guaranteed, only the
+// order inside a batch.
+
+// defaultAutoBatchBytes is the batch size limit when WithAutoBatch gives
+// none: 32 KiB, RocketMQ 5's autoBatch default (Kafka's batch.size is 16 KiB).
+const defaultAutoBatchBytes = 32 << 10
+
+// batcher holds a producer's open batches, one per queue.
+type batcher struct {
+	p        *Producer
+	linger   time.Duration
+	maxBytes int
+
+	mu     sync.Mutex
+	open   map[Queue]*lot
+	sticky map[string]Queue // topic → the queue its unkeyed messages join
+}
+
+// lot is one open batch.
+type lot struct {
+	q     Queue
+	keyed bool // a member has a key: the batch keeps its queue on retries
+	calls []*pendingSend
+	size  int // encoded batch bytes, stamps included
+	timer *time.Timer
+}
+
+// pendingSend is one SendAsync waiting in a batch.
+type pendingSend struct {
+	ctx   context.Context
+	msg   *Message
+	o     *outgoing
+	props string // o's encoded properties, without a stamp
+	cb    func(*SendResult, error)
+}
+
+func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
+	if maxBytes <= 0 {
+		maxBytes = defaultAutoBatchBytes
+	}
+	return &batcher{p: p, linger: linger, maxBytes: min(maxBytes, p.s.maxMessageSize),
+		open: map[Queue]*lot{}, sticky: map[string]Queue{}}
+}
+
+// batchable reports whether msg (encoded as o) may join a batch.
+func batchable(msg *Message, o *outgoing) bool {
+	return o.sysFlag == 0 && msg.DelayLevel == 0 && msg.DeliverAt.IsZero() &&
+		o.props[protocol.PropTransactionPrepared] == "" &&
+		!strings.HasPrefix(o.topic, protocol.RetryTopicPrefix)
+}
+
+// add puts the send into its queue's batch and reports whether it did;
+// false leaves the send to the caller (not eligible, or no cached route).
+// The batch then answers cb exactly once.
+func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*SendResult, error)) bool {
+	if !batchable(msg, o) {
+		return false
+	}
+	r := b.p.c.cachedRoute(o.topic)
+	if r == nil || len(r.pub) == 0 {
+		return false
+	}
+	c := &pendingSend{ctx: ctx, msg: msg, o: o, cb: cb, props: protocol.EncodeProperties(o.props)}
+	size := protocol.BatchItemLen(len(o.body), len(c.props)+protocol.MaxStampPropertyLen)
+	keyed := o.sharded || b.p.s.selector != nil
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var q Queue
+	if keyed {
+		q = b.p.sel.Select(msg, r.pub)
+	} else if s, ok := b.sticky[o.topic]; ok && b.open[s] != nil {
+		q = s
+	} else {
+		q = b.p.pick(o, r, "")
+		b.sticky[o.topic] = q
+	}
+	l := b.open[q]
+	if l != nil && l.size+size > b.maxBytes {
+		b.closeLocked(l)
+		l = nil
+	}
+	if l == nil {
+		l = &lot{q: q}
+		b.open[q] = l
+		if !keyed {
+			b.sticky[o.topic] = q
+		}
+	}
+	l.keyed = l.keyed || keyed
+	l.calls = append(l.calls, c)
+	l.size += size
+	switch {
+	case l.size >= b.maxBytes:
+		b.closeLocked(l)
+	case l.timer == nil:
+		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
+	}
+	return true
+}
+
+// expire sends l when its linger has passed (unless it was sent already).
+func (b *batcher) expire(l *lot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open[l.q] == l {
+		b.closeLocked(l)
+	}
+}
+
+// flush sends every open batch now (Shutdown).
+func (b *batcher) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.open {
+		b.closeLocked(l)
+	}
+}
+
+// closeLocked removes l from the open batches and sends it in the
+// background. b.mu is held.
+func (b *batcher) closeLocked(l *lot) {
+	delete(b.open, l.q)
+	if s, ok := b.sticky[l.q.Topic]; ok && s == l.q {
+		delete(b.sticky, l.q.Topic)
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	workers.Shared().Go(func() { b.send(l) })
+}
+
+// send sends l as one request and answers each of its callers.
+func (b *batcher) send(l *lot) {
+	p := b.p
+	calls := l.calls[:0]
+	for _, c := range l.calls {
+		if err := c.ctx.Err(); err != nil { // gave up while waiting: not sent
+			b.answer(c, nil, err)
+			continue
+		}
+		calls = append(calls, c)
+	}
+	switch len(calls) {
+	case 0:
+		return
+	case 1: // alone after all: a plain send is cheaper and answers the same
+		c := calls[0]
+		q := l.q
+		if l.keyed {
+			c.o.queue = &q
+		} else {
+			c.o.first = &q
+		}
+		res, err := p.send(c.ctx, c.o, false)
+		b.answer(c, res, err)
+		return
+	}
+	ctx, cancel := batchContext(calls)
+	defer cancel()
+	o := batchOf(calls, l)
+	res, err := p.send(ctx, o, false)
+	if err != nil {
+		for _, c := range calls {
+			b.answer(c, nil, err)
+		}
+		return
+	}
+	ids := strings.Split(res.OffsetMsgID, ",")
+	for i, c := range calls {
+		r := &SendResult{Status: res.Status, MsgID: c.o.msgID, Queue: res.Queue,
+			QueueOffset: res.QueueOffset + int64(i), TransactionID: res.TransactionID}
+		if len(ids) == len(calls) {
+			r.OffsetMsgID = ids[i]
+		}
+		b.answer(c, r, nil)
+	}
+}
+
+// answer ends one SendAsync: as SendAsync's own goroutine does.
+func (b *batcher) answer(c *pendingSend, res *SendResult, err error) {
+	p := b.p
+	<-p.asyncSem
+	p.after(c.ctx, res, err, c.msg)
+	if c.cb != nil {
+		c.cb(res, err)
+	}
+	p.async.Done()
+}
+
+// batchOf encodes calls as one batch to l's queue.
+func batchOf(calls []*pendingSend, l *lot) *outgoing {
+	ids := make([]string, len(calls))
+	items := make([]batchItem, len(calls))
+	for i, c := range calls {
+		ids[i] = c.o.msgID
+		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: c.props}
+	}
+	q := l.q
+	o := &outgoing{topic: q.Topic, props: map[string]string{}, batch: true, items: items,
+		msgID: strings.Join(ids, ","), sharded: l.keyed, msg: calls[0].msg}
+	if l.keyed {
+		o.queue = &q
+	} else {
+		o.first = &q
+	}
+	return o
+}
+
+// batchContext bounds a batch's send: no caller's cancellation ends it
+// (the others still want their messages sent), only the latest of their
+// deadlines, when every caller has one. It keeps the first caller's
+// values.
+func batchContext(calls []*pendingSend) (context.Context, context.CancelFunc) {
+	var last time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.WithoutCancel(calls[0].ctx))
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(calls[0].ctx), last)
+}

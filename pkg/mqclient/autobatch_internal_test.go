@@ -1,0 +1,264 @@
+package mqclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
+)
+
+// asyncResults collects SendAsync callbacks by message index.
+type asyncResults struct {
+	mu   sync.Mutex
+	res  map[int]*SendResult
+	errs map[int]error
+	n    map[int]int // callbacks per message: must be 1
+	all  sync.WaitGroup
+}
+
+func newAsyncResults(n int) *asyncResults {
+	r := &asyncResults{res: map[int]*SendResult{}, errs: map[int]error{}, n: map[int]int{}}
+	r.all.Add(n)
+	return r
+}
+
+func (r *asyncResults) cb(i int) func(*SendResult, error) {
+	return func(res *SendResult, err error) {
+		r.mu.Lock()
+		r.res[i], r.errs[i] = res, err
+		r.n[i]++
+		first := r.n[i] == 1
+		r.mu.Unlock()
+		if first {
+			r.all.Done()
+		}
+	}
+}
+
+// wait waits for every callback, failing after a generous timeout.
+func (r *asyncResults) wait(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { r.all.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("callbacks missing after 30 s")
+	}
+}
+
+// sentBatches returns, per request the fake broker got, its code and the
+// UNIQ_KEYs of its messages in order.
+func sentBatches(t *testing.T, f *fakeBroker) (codes []int16, keys [][]string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, req := range f.log {
+		codes = append(codes, req.Code)
+		if req.Code != protocol.SendBatchMessage {
+			h, err := protocol.DecodeSendHeader(req.Code, req.ExtFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, []string{protocol.DecodeProperties(h.Properties)[protocol.PropUniqKey]})
+			continue
+		}
+		items, err := protocol.DecodeBatch(req.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ks []string
+		for _, it := range items {
+			ks = append(ks, protocol.DecodeProperties(it.Properties)[protocol.PropUniqKey])
+		}
+		keys = append(keys, ks)
+	}
+	return codes, keys
+}
+
+// itemSize is the batch bytes the batcher counts for msg.
+func itemSize(t *testing.T, p *Producer, msg *Message) int {
+	o, err := p.encode(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return protocol.BatchItemLen(len(o.body), len(protocol.EncodeProperties(o.props))+protocol.MaxStampPropertyLen)
+}
+
+func TestAutoBatch(t *testing.T) {
+	body := []byte("0123456789")
+	plain := func(i int) *Message { return &Message{Topic: "orders", Body: body} }
+	const hour = time.Hour // a linger that never ends within the test: only size or Shutdown send
+	tests := []struct {
+		name     string
+		linger   time.Duration
+		perBatch int // maxBytes in items (0: default)
+		msgs     int // messages sent
+		msg      func(i int) *Message
+		fail     int16 // the broker's answer to every send (0: success)
+		shutdown bool  // results only come after Shutdown
+		// want: the messages' indexes per request, in order
+		want [][]int
+		// wantCodes: request codes; nil: all SEND_BATCH_MESSAGE
+		wantCodes []int16
+	}{
+		{name: "linger sends a lone batch", linger: 5 * time.Millisecond, msgs: 1, msg: plain,
+			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
+		{name: "size closes batches in order", linger: hour, perBatch: 4, msgs: 8, msg: plain,
+			want: [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}}},
+		{name: "shutdown drains", linger: hour, msgs: 5, msg: plain, shutdown: true,
+			want: [][]int{{0, 1, 2, 3, 4}}},
+		{name: "each caller gets the batch's error", linger: hour, perBatch: 3, msgs: 3, msg: plain,
+			fail: protocol.MessageIllegal, want: [][]int{{0, 1, 2}}},
+		{name: "keyed messages batch per queue", linger: hour, perBatch: 3, msgs: 6,
+			msg: func(i int) *Message {
+				return &Message{Topic: "orders", Body: body, ShardingKey: fmt.Sprintf("k%d", i%2)}
+			},
+			want: [][]int{{0, 2, 4}, {1, 3, 5}}},
+		{name: "delayed messages go alone", linger: hour, msgs: 2, shutdown: true,
+			msg:  func(i int) *Message { return &Message{Topic: "orders", Body: body, DelayLevel: 1} },
+			want: [][]int{{0}, {1}}, wantCodes: []int16{protocol.SendMessageV2, protocol.SendMessageV2}},
+		{name: "compressed messages go alone", linger: hour, msgs: 1, shutdown: true,
+			msg:  func(i int) *Message { return &Message{Topic: "orders", Body: make([]byte, 5000)} },
+			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newFakeBroker(t, "broker-a")
+			a.fail.Store(int32(tc.fail))
+			ns := startFakeNameServer(t, "orders", 4, a)
+			probe, err := NewProducer(WithNameServers(ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxBytes := 0
+			if tc.perBatch > 0 {
+				maxBytes = tc.perBatch * itemSize(t, probe, tc.msg(0))
+			}
+			p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithRetries(0),
+				WithAutoBatch(tc.linger, maxBytes))
+			r := newAsyncResults(tc.msgs)
+			msgs := make([]*Message, tc.msgs)
+			for i := range msgs {
+				msgs[i] = tc.msg(i)
+				if err := p.SendAsync(context.Background(), msgs[i], r.cb(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.shutdown {
+				if err := p.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.wait(t)
+
+			// per request: which messages, in which order
+			ids := map[string]int{}
+			for i := range msgs {
+				if tc.fail == 0 {
+					ids[r.res[i].MsgID] = i
+				}
+			}
+			codes, keys := sentBatches(t, a)
+			if tc.fail == 0 {
+				var got [][]int
+				for _, ks := range keys {
+					var idx []int
+					for _, k := range ks {
+						idx = append(idx, ids[k])
+					}
+					got = append(got, idx)
+				}
+				slices.SortFunc(got, func(x, y []int) int { return x[0] - y[0] })
+				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Errorf("requests carried messages %v, want %v", got, tc.want)
+				}
+			} else if len(keys) != len(tc.want) {
+				t.Errorf("%d requests, want %d", len(keys), len(tc.want))
+			}
+			want := tc.wantCodes
+			if want == nil {
+				for range tc.want {
+					want = append(want, protocol.SendBatchMessage)
+				}
+			}
+			if fmt.Sprint(codes) != fmt.Sprint(want) {
+				t.Errorf("request codes %v, want %v", codes, want)
+			}
+
+			for i := range msgs {
+				if r.n[i] != 1 {
+					t.Errorf("message %d: %d callbacks", i, r.n[i])
+				}
+				if tc.fail != 0 {
+					if !errors.Is(r.errs[i], &protocol.Error{Code: tc.fail}) {
+						t.Errorf("message %d: error %v, want code %d", i, r.errs[i], tc.fail)
+					}
+					continue
+				}
+				if r.errs[i] != nil {
+					t.Fatalf("message %d: %v", i, r.errs[i])
+				}
+			}
+			if tc.fail != 0 {
+				return
+			}
+			// each caller's offset: the batch's first plus its place in it
+			for _, batch := range tc.want {
+				first := r.res[batch[0]]
+				for k, i := range batch {
+					res := r.res[i]
+					if res.Queue != first.Queue || res.QueueOffset != first.QueueOffset+int64(k) {
+						t.Errorf("message %d (#%d of its batch): %v offset %d, first %v offset %d",
+							i, k, res.Queue, res.QueueOffset, first.Queue, first.QueueOffset)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A caller whose context ends while its message waits in a batch gets
+// the context's error; the others of the batch are still sent.
+func TestAutoBatchCallerGivesUp(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	r := newAsyncResults(3)
+	gone, cancel := context.WithCancel(context.Background())
+	for i, ctx := range []context.Context{context.Background(), gone, context.Background()} {
+		if err := p.SendAsync(ctx, &Message{Topic: "orders", Body: []byte("x")}, r.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t)
+	if !errors.Is(r.errs[1], context.Canceled) {
+		t.Errorf("the cancelled caller got %v", r.errs[1])
+	}
+	if r.errs[0] != nil || r.errs[2] != nil {
+		t.Errorf("the others got %v, %v", r.errs[0], r.errs[2])
+	}
+	_, keys := sentBatches(t, a)
+	if len(keys) != 1 || len(keys[0]) != 2 {
+		t.Errorf("sent %v, want one batch of the two others", keys)
+	}
+}
+
+func TestAutoBatchOptionValidation(t *testing.T) {
+	if _, err := NewProducer(WithNameServers("127.0.0.1:1"), WithAutoBatch(-time.Millisecond, 0)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("negative linger: %v", err)
+	}
+	p, err := NewProducer(WithNameServers("127.0.0.1:1"), WithAutoBatch(0, 0))
+	if err != nil || p.batch != nil {
+		t.Errorf("linger 0 must turn auto-batching off: %v, batcher %v", err, p.batch)
+	}
+}
