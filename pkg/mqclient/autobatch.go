@@ -2,6 +2,7 @@ package mqclient
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -16,8 +17,12 @@ import (
 // SendAsync puts an eligible message into the open batch of its queue
 // instead of sending it alone. A batch is sent (SEND_BATCH_MESSAGE, one
 // request) when adding the next message would take it over the byte limit,
-// when it reaches the limit, or when the linger has passed since its first
-// message; Shutdown sends every open batch at once. The broker stores a
+// when it reaches the limit, when the linger has passed since its first
+// message, or when no earlier request of the batcher to its queue is in
+// flight any more (Nagle's rule, as a group commit: a message to an idle
+// queue goes at once, alone, so a producer that sends rarely pays no
+// linger; while a request is in flight the next ones gather behind it);
+// Shutdown sends every open batch at once. The broker stores a
 // batch's messages with consecutive queue offsets in the order SendAsync
 // was called and answers with their broker ids and the first offset, from
 // which each caller gets its own SendResult (its own MsgID, OffsetMsgID,
@@ -57,6 +62,7 @@ type batcher struct {
 
 	mu     sync.Mutex
 	open   map[Queue]*lot
+	busy   map[Queue]int    // batches (or lone messages) of the batcher in flight per queue
 	sticky map[string]Queue // topic → the queue its unkeyed messages join
 }
 
@@ -83,7 +89,7 @@ func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
 		maxBytes = defaultAutoBatchBytes
 	}
 	return &batcher{p: p, linger: linger, maxBytes: min(maxBytes, p.s.maxMessageSize),
-		open: map[Queue]*lot{}, sticky: map[string]Queue{}}
+		open: map[Queue]*lot{}, busy: map[Queue]int{}, sticky: map[string]Queue{}}
 }
 
 // batchable reports whether msg (encoded as o) may join a batch.
@@ -135,7 +141,8 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 	l.calls = append(l.calls, c)
 	l.size += size
 	switch {
-	case l.size >= b.maxBytes:
+	case l.size >= b.maxBytes || b.busy[q] == 0:
+		// full, or nothing in flight to q: waiting would only add latency
 		b.closeLocked(l)
 	case l.timer == nil:
 		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
@@ -171,12 +178,29 @@ func (b *batcher) closeLocked(l *lot) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
+	b.busy[l.q]++
 	workers.Shared().Go(func() { b.send(l) })
+}
+
+// sent records that a request to q ended; when none is left in flight,
+// q's open batch goes at once: it gathered what arrived meanwhile, and
+// waiting for the rest of its linger would gain nothing.
+func (b *batcher) sent(q Queue) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy[q]--; b.busy[q] > 0 {
+		return
+	}
+	delete(b.busy, q)
+	if l := b.open[q]; l != nil {
+		b.closeLocked(l)
+	}
 }
 
 // send sends l as one request and answers each of its callers.
 func (b *batcher) send(l *lot) {
 	p := b.p
+	defer b.sent(l.q)
 	calls := l.calls[:0]
 	for _, c := range l.calls {
 		if err := c.ctx.Err(); err != nil { // gave up while waiting: not sent
@@ -189,21 +213,20 @@ func (b *batcher) send(l *lot) {
 	case 0:
 		return
 	case 1: // alone after all: a plain send is cheaper and answers the same
-		c := calls[0]
-		q := l.q
-		if l.keyed {
-			c.o.queue = &q
-		} else {
-			c.o.first = &q
-		}
-		res, err := p.send(c.ctx, c.o, false)
-		b.answer(c, res, err)
+		b.sendAlone(calls, l)
 		return
 	}
 	ctx, cancel := batchContext(calls)
 	defer cancel()
 	o := batchOf(calls, l)
 	res, err := p.send(ctx, o, false)
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Code == protocol.MessageIllegal {
+		// the broker refused the batch for one message (a limit of its
+		// own below the producer's): the others must not fail with it
+		b.sendAlone(calls, l)
+		return
+	}
 	if err != nil {
 		for _, c := range calls {
 			b.answer(c, nil, err)
@@ -218,6 +241,21 @@ func (b *batcher) send(l *lot) {
 			r.OffsetMsgID = ids[i]
 		}
 		b.answer(c, r, nil)
+	}
+}
+
+// sendAlone sends each of calls as a message of its own, in order, to
+// l's queue first.
+func (b *batcher) sendAlone(calls []*pendingSend, l *lot) {
+	for _, c := range calls {
+		q := l.q
+		if l.keyed {
+			c.o.queue = &q
+		} else {
+			c.o.first = &q
+		}
+		res, err := b.p.send(c.ctx, c.o, false)
+		b.answer(c, res, err)
 	}
 }
 

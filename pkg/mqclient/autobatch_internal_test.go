@@ -90,6 +90,17 @@ func itemSize(t *testing.T, p *Producer, msg *Message) int {
 	return protocol.BatchItemLen(len(o.body), len(protocol.EncodeProperties(o.props))+protocol.MaxStampPropertyLen)
 }
 
+// holdQueues makes the batcher believe a request to each of the n queues
+// of topic on broker-a is in flight and never ends, so batches close only
+// by size, linger or Shutdown (not when their queue turns idle).
+func holdQueues(p *Producer, topic string, n int32) {
+	p.batch.mu.Lock()
+	defer p.batch.mu.Unlock()
+	for i := range n {
+		p.batch.busy[Queue{Topic: topic, BrokerName: "broker-a", QueueID: i}]++
+	}
+}
+
 func TestAutoBatch(t *testing.T) {
 	body := []byte("0123456789")
 	plain := func(i int) *Message { return &Message{Topic: "orders", Body: body} }
@@ -101,6 +112,8 @@ func TestAutoBatch(t *testing.T) {
 		msgs     int // messages sent
 		msg      func(i int) *Message
 		fail     int16 // the broker's answer to every send (0: success)
+		failB    int16 // the broker's answer to batch sends (0: as fail)
+		idle     bool  // no request in flight before (else holdQueues)
 		shutdown bool  // results only come after Shutdown
 		// want: the messages' indexes per request, in order
 		want [][]int
@@ -109,12 +122,17 @@ func TestAutoBatch(t *testing.T) {
 	}{
 		{name: "linger sends a lone batch", linger: 5 * time.Millisecond, msgs: 1, msg: plain,
 			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
+		{name: "a message to an idle queue goes at once", linger: hour, msgs: 1, msg: plain, idle: true,
+			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
 		{name: "size closes batches in order", linger: hour, perBatch: 4, msgs: 8, msg: plain,
 			want: [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}}},
 		{name: "shutdown drains", linger: hour, msgs: 5, msg: plain, shutdown: true,
 			want: [][]int{{0, 1, 2, 3, 4}}},
 		{name: "each caller gets the batch's error", linger: hour, perBatch: 3, msgs: 3, msg: plain,
-			fail: protocol.MessageIllegal, want: [][]int{{0, 1, 2}}},
+			fail: protocol.VersionNotSupported, want: [][]int{{0, 1, 2}}},
+		{name: "an illegal batch is sent again message by message", linger: hour, perBatch: 3, msgs: 3, msg: plain,
+			failB: protocol.MessageIllegal, want: [][]int{{0, 1, 2}, {0}, {1}, {2}},
+			wantCodes: []int16{protocol.SendBatchMessage, protocol.SendMessageV2, protocol.SendMessageV2, protocol.SendMessageV2}},
 		{name: "keyed messages batch per queue", linger: hour, perBatch: 3, msgs: 6,
 			msg: func(i int) *Message {
 				return &Message{Topic: "orders", Body: body, ShardingKey: fmt.Sprintf("k%d", i%2)}
@@ -131,6 +149,7 @@ func TestAutoBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newFakeBroker(t, "broker-a")
 			a.fail.Store(int32(tc.fail))
+			a.failBatch.Store(int32(tc.failB))
 			ns := startFakeNameServer(t, "orders", 4, a)
 			probe, err := NewProducer(WithNameServers(ns))
 			if err != nil {
@@ -142,6 +161,9 @@ func TestAutoBatch(t *testing.T) {
 			}
 			p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithRetries(0),
 				WithAutoBatch(tc.linger, maxBytes))
+			if !tc.idle {
+				holdQueues(p, "orders", 4)
+			}
 			r := newAsyncResults(tc.msgs)
 			msgs := make([]*Message, tc.msgs)
 			for i := range msgs {
@@ -174,7 +196,7 @@ func TestAutoBatch(t *testing.T) {
 					}
 					got = append(got, idx)
 				}
-				slices.SortFunc(got, func(x, y []int) int { return x[0] - y[0] })
+				slices.SortStableFunc(got, func(x, y []int) int { return x[0] - y[0] })
 				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 					t.Errorf("requests carried messages %v, want %v", got, tc.want)
 				}
@@ -229,6 +251,7 @@ func TestAutoBatchCallerGivesUp(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	ns := startFakeNameServer(t, "orders", 1, a)
 	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	holdQueues(p, "orders", 1)
 	r := newAsyncResults(3)
 	gone, cancel := context.WithCancel(context.Background())
 	for i, ctx := range []context.Context{context.Background(), gone, context.Background()} {

@@ -121,7 +121,7 @@ func TestAutoBatchNoDuplicatesThroughLossyNetwork(t *testing.T) {
 	if testing.Short() {
 		n = 2000
 	}
-	e, px := lossyEnv(t, 0.1)
+	e, px := lossyEnv(t, 0.05)
 	topic := e.Topic(t, 4)
 	p := e.Producer(t, mqclient.WithTopics(topic), mqclient.WithProducerGroup(tidetest.Name("lossy-batch")),
 		mqclient.WithAutoBatch(5*time.Millisecond, 0), mqclient.WithSendTimeout(500*time.Millisecond), mqclient.WithRetries(8))

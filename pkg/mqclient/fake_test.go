@@ -14,11 +14,13 @@ import (
 // fakeBroker is a remoting server that answers sends with a configurable
 // code and counts them; it stands in for a broker in unit tests.
 type fakeBroker struct {
-	srv   *remoting.Server
-	addr  string
-	name  string
-	fail  atomic.Int32 // response code for sends (0 = success)
-	sends atomic.Int32
+	srv  *remoting.Server
+	addr string
+	name string
+	fail atomic.Int32 // response code for sends (0 = success)
+	// failBatch, if set, is the response code for batch sends only
+	failBatch atomic.Int32
+	sends     atomic.Int32
 	// hang, once set, makes every send and heartbeat get no answer (a
 	// vanished host); hung counts them
 	hang    atomic.Bool
@@ -49,6 +51,9 @@ func newFakeBroker(t *testing.T, name string) *fakeBroker {
 		f.mu.Lock()
 		f.log = append(f.log, req)
 		f.mu.Unlock()
+		if code := int16(f.failBatch.Load()); code != 0 && req.Code == protocol.SendBatchMessage {
+			return protocol.NewResponse(req, code, "injected batch failure")
+		}
 		if code := int16(f.fail.Load()); code != 0 {
 			return protocol.NewResponse(req, code, "injected failure")
 		}

@@ -34,8 +34,8 @@ type Config struct {
 	Keep      bool          `json:"keep,omitempty"`
 	// NoIdempotence turns pkg/mqclient's idempotent sends off (tide).
 	NoIdempotence bool `json:"no_idempotence,omitempty"`
-	// Linger and BatchBytes turn on pkg/mqclient's auto-batching of
-	// async sends (WithAutoBatch; tide).
+	// Linger and BatchBytes set pkg/mqclient's auto-batching of async
+	// sends (WithAutoBatch; tide; Linger 0 turns it off).
 	Linger     time.Duration `json:"linger_ns,omitempty"`
 	BatchBytes int           `json:"batch_bytes,omitempty"`
 	// ServerVersion names the tide build under test (its client cannot ask).
@@ -77,7 +77,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.ServerPids, "server-pids", "", "`pids` of the server processes (comma-separated): their CPU time is recorded per message")
 	fs.BoolVar(&c.Keep, "keep", false, "do not delete the topics at the end")
 	fs.BoolVar(&c.NoIdempotence, "no-idempotence", false, "tide: send without pkg/mqclient's idempotent-producer stamps (to measure their cost)")
-	fs.DurationVar(&c.Linger, "linger", 0, "tide: auto-batch async sends to one queue for up to this long (pkg/mqclient WithAutoBatch; 0 = off)")
+	fs.DurationVar(&c.Linger, "linger", time.Millisecond, "tide: auto-batch async sends to one queue for up to this long (pkg/mqclient WithAutoBatch, whose default this is; 0 = off)")
 	fs.IntVar(&c.BatchBytes, "batch-bytes", 0, "tide, with -linger: send an auto-batch once it holds this many `bytes` (0 = the client's default, 32 KiB)")
 	fs.StringVar(&c.JSONOut, "json", "", "also write the result as JSON to this `file` (- = stdout, text then goes to stderr)")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines")
