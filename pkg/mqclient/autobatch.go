@@ -77,11 +77,10 @@ type lot struct {
 
 // pendingSend is one SendAsync waiting in a batch.
 type pendingSend struct {
-	ctx   context.Context
-	msg   *Message
-	o     *outgoing
-	props string // o's encoded properties, without a stamp
-	cb    func(*SendResult, error)
+	ctx context.Context
+	msg *Message
+	o   *outgoing
+	cb  func(*SendResult, error)
 }
 
 func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
@@ -110,8 +109,10 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 	if r == nil || len(r.pub) == 0 {
 		return false
 	}
-	c := &pendingSend{ctx: ctx, msg: msg, o: o, cb: cb, props: protocol.EncodeProperties(o.props)}
-	size := protocol.BatchItemLen(len(o.body), len(c.props)+protocol.MaxStampPropertyLen)
+	c := &pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
+	// encoded only if it is batched after all: most messages to an idle
+	// queue go alone, and their own send encodes them
+	size := protocol.BatchItemLen(len(o.body), protocol.PropertiesLen(o.props)+protocol.MaxStampPropertyLen)
 	keyed := o.sharded || b.p.s.selector != nil
 
 	b.mu.Lock()
@@ -276,7 +277,7 @@ func batchOf(calls []*pendingSend, l *lot) *outgoing {
 	items := make([]batchItem, len(calls))
 	for i, c := range calls {
 		ids[i] = c.o.msgID
-		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: c.props}
+		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: protocol.EncodeProperties(c.o.props)}
 	}
 	q := l.q
 	o := &outgoing{topic: q.Topic, props: map[string]string{}, batch: true, items: items,
