@@ -68,7 +68,7 @@ func (e *env) storedMessages(t *testing.T, topic string) map[string][]*mqclient.
 			for _, m := range res.Messages {
 				out[string(m.Body)] = append(out[string(m.Body)], m)
 			}
-			if res.Status != mqclient.PullFound {
+			if res.Status != mqclient.PullFound && res.Status != mqclient.PullOffsetIllegal {
 				break
 			}
 			off = res.NextOffset

@@ -265,35 +265,9 @@ func TestNoDuplicatesThroughLossyNetwork(t *testing.T) {
 // storedBodies reads every message of topic and counts its bodies.
 func (e *env) storedBodies(t *testing.T, topic string) map[string]int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pc, err := mqclient.NewPullConsumer(tidetest.Name("read"), e.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Shutdown(context.Background())
-	qs, err := pc.Queues(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bodies := map[string]int{}
-	for _, q := range qs {
-		for off := int64(0); ; {
-			res, err := pc.Pull(ctx, q, "*", off, 32, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range res.Messages {
-				bodies[string(m.Body)]++
-			}
-			if res.Status != mqclient.PullFound && res.Status != mqclient.PullOffsetIllegal {
-				break
-			}
-			off = res.NextOffset
-		}
+	for b, ms := range e.storedMessages(t, topic) {
+		bodies[b] = len(ms)
 	}
 	return bodies
 }
