@@ -56,6 +56,18 @@ func Cleanup() {
 	dirs = nil
 }
 
+// FreeAddr returns a 127.0.0.1 address with a port free at the time of
+// the call, for a server the test starts (the port may be taken again
+// before it binds, which is rare enough for tests).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

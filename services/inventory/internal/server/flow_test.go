@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	nethttp "net/http"
 	"os"
 	"os/exec"
@@ -33,16 +32,6 @@ type orderProc struct {
 	grpc string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startOrderService runs the order service with inventory (its catalog
 // prices the orders) at inventoryGRPC.
 func startOrderService(t *testing.T, ns, inventoryGRPC string, cancelAfter time.Duration) *orderProc {
@@ -58,7 +47,7 @@ func startOrderService(t *testing.T, ns, inventoryGRPC string, cancelAfter time.
 		t.Fatalf("build order service: %v\n%s", err, out)
 	}
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
-	p := &orderProc{http: freeAddr(t), grpc: freeAddr(t)}
+	p := &orderProc{http: testenv.FreeAddr(t), grpc: testenv.FreeAddr(t)}
 	cmd := exec.Command(bin, "-conf", filepath.Join(dir, "configs", "config.yaml"))
 	cmd.Env = append(os.Environ(), "MYSQL_DSN="+db.DSN, "REDIS_ADDR="+rd.Addr(), "NAMESRV_ADDR="+ns,
 		"ORDER_HTTP_ADDR="+p.http, "ORDER_GRPC_ADDR="+p.grpc, "ORDER_INVENTORY_GRPC="+inventoryGRPC, "FAULT_ADMIN=true",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	nethttp "net/http"
 	"os"
 	"testing"
@@ -25,16 +24,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestAppFromConfigFile loads configs/config.yaml with its placeholders
 // resolved from the environment, wires the app as main does, runs it
 // against a real broker, MariaDB and Redis, and waits for /readyz.
@@ -44,12 +33,12 @@ func TestAppFromConfigFile(t *testing.T) {
 	brokertest.Start(t, ns)
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	t.Setenv("MYSQL_DSN", db.DSN)
 	t.Setenv("REDIS_ADDR", rdb.Addr())
 	t.Setenv("NAMESRV_ADDR", ns)
 	t.Setenv("ORDER_HTTP_ADDR", httpAddr)
-	t.Setenv("ORDER_GRPC_ADDR", freeAddr(t))
+	t.Setenv("ORDER_GRPC_ADDR", testenv.FreeAddr(t))
 	t.Setenv("ORDER_CANCEL_AFTER", "90s")
 
 	var bc conf.Bootstrap

@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"log/slog"
-	"net"
 	nethttp "net/http"
 	"strings"
 	"testing"
@@ -18,29 +17,19 @@ import (
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // The wired application starts against real dependencies, becomes ready,
 // serves /metrics and the fault admin API, and stops.
 func TestAppStartsAndStops(t *testing.T) {
 	ns := nameservertest.Start(t)
 	brokertest.Start(t, ns)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	app, cleanup, err := wireApp(
-		&conf.Server{Http: &conf.Server_HTTP{Addr: httpAddr}, Grpc: &conf.Server_GRPC{Addr: freeAddr(t)}},
+		&conf.Server{Http: &conf.Server_HTTP{Addr: httpAddr}, Grpc: &conf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
 		&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true}, Redis: &conf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
-		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: freeAddr(t)},
+		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
 		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &conf.Cleanup{}, log.NewStdLogger(io.Discard), l)
 	if err != nil {
 		t.Fatal(err)
