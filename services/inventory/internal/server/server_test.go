@@ -31,6 +31,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
@@ -118,25 +119,8 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), api.AllReady(d.Ping, api.Started("consumer", cs.Running)), faults, reg, service.NewReconcileJobs(runner, recon, l))
 	gs := NewGRPCServer(sc, svc, service.NewInput(log.DefaultLogger))
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // runs after the Stop cleanups below (LIFO)
-	for _, s := range []interface {
-		Start(context.Context) error
-		Stop(context.Context) error
-	}{hs, gs} {
-		wg.Go(func() { _ = s.Start(ctx) })
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	}
-	startCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := cs.Start(startCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = cs.Stop(sctx)
-	})
+	apitest.Serve(t, ctx, hs, gs)
+	apitest.Start(t, ctx, 20*time.Second, cs)
 	he, err := hs.Endpoint()
 	if err != nil {
 		t.Fatal(err)

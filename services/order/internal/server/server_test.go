@@ -36,6 +36,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -181,17 +182,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, srv := range []interface {
-		Start(context.Context) error
-		Stop(context.Context) error
-	}{hs, gs, cons, sw} {
-		go srv.Start(ctx)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			srv.Stop(ctx)
-		})
-	}
+	apitest.Serve(t, ctx, hs, gs, cons, sw)
 	conn, err := kgrpc.DialInsecure(ctx, kgrpc.WithEndpoint(gu.Host))
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
@@ -262,25 +263,8 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 		t.Fatal(err)
 	}
 	s.grpcAddr = ge.Host
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // after the Stop cleanups below (LIFO)
-	for _, srv := range []interface {
-		Start(context.Context) error
-		Stop(context.Context) error
-	}{hs, gs} {
-		wg.Go(func() { _ = srv.Start(ctx) })
-		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	}
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := cs.Start(startCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = cs.Stop(sctx)
-	})
+	apitest.Serve(t, ctx, hs, gs)
+	apitest.Start(t, ctx, 30*time.Second, cs)
 	s.httpURL = "http://" + he.Host
 
 	c, err := mqclient.NewPushConsumer("test-payment-events", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
