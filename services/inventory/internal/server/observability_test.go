@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
-	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
@@ -67,28 +66,15 @@ func TestServerTraceSpans(t *testing.T) {
 	})
 }
 
-// inventoryACL is a plain_acl.yml with the service's account; admin
-// because the service creates its topics.
-const inventoryACL = `
-accounts:
-  - accessKey: inventoryKey
-    secretKey: inventorySecret
-    admin: true
-`
-
 // TestServerBrokerCredentials: against a broker with aclEnable, the
 // service's consumer, outbox producer and topic admin sign with
 // messaging.access_key/secret_key, so an order's stock is reserved and
 // StockReserved delivered, while an unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := topicstest.ACLFile(t, inventoryACL)
-	s := startStack(t, false, func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = mqclient.Credentials{AccessKey: "inventoryKey", SecretKey: "inventorySecret"}
-	})
+	s := startStack(t, false, withACL(topicstest.Admin(t, "inventoryKey", "inventorySecret")))
+	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicOrderEvents)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicOrderEvents)
 
 	got := make(chan string, 4)
 	c, err := mqclient.NewPushConsumer("test-acl-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)

@@ -49,6 +49,15 @@ type stack struct {
 
 // startStack runs the service's servers against a real MariaDB, Redis,
 // NameServer and broker, all in process or on loopback.
+// withACL makes startStack's broker enforce the plain ACL file at path and
+// the service's clients sign with creds (topicstest.Admin).
+func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
+	return func(c *stackConfig) {
+		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
+		c.creds = creds
+	}
+}
+
 // stackConfig varies startStack: broker options (ACL) and the
 // credentials of the service and of the test's own clients.
 type stackConfig struct {

@@ -25,6 +25,15 @@ func ACLFile(t testing.TB, body string) string {
 	return path
 }
 
+// Admin writes a plain_acl.yml (ACLFile) with one admin account (a
+// service creates its topics, so it needs admin) and returns its path and
+// the account's credentials for the service's clients.
+func Admin(t testing.TB, accessKey, secretKey string) (string, mqclient.Credentials) {
+	t.Helper()
+	body := "accounts:\n  - accessKey: " + accessKey + "\n    secretKey: " + secretKey + "\n    admin: true\n"
+	return ACLFile(t, body), mqclient.Credentials{AccessKey: accessKey, SecretKey: secretKey}
+}
+
 // RefusesUnsigned fails t unless a producer without credentials, on the
 // NameServer ns, is refused a send to topic by the broker ("No
 // accessKey"). It waits up to 30 s.

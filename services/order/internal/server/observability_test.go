@@ -11,7 +11,6 @@ import (
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
@@ -115,25 +114,12 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 	return out
 }
 
-// orderACL is a plain_acl.yml with the service's account; admin because
-// the service creates its topics.
-const orderACL = `
-accounts:
-  - accessKey: orderKey
-    secretKey: orderSecret
-    admin: true
-`
-
 // TestServerBrokerCredentials: against a broker with aclEnable, the
 // service's sender, scheduler, admin and consumers sign with
 // mq.access_key/secret_key, so the flow works, while an unsigned client
 // is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := topicstest.ACLFile(t, orderACL)
-	s := startStack(t, time.Hour, func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = mqclient.Credentials{AccessKey: "orderKey", SecretKey: "orderSecret"}
-	})
+	s := startStack(t, time.Hour, withACL(topicstest.Admin(t, "orderKey", "orderSecret")))
 	topicstest.RefusesUnsigned(t, s.namesrv, eventv1.TopicOrderEvents)
 
 	o, code, body := s.httpCreate(t, `{"user_id":"u-acl","items":[{"product_id":"p1","quantity":1}]}`)

@@ -87,6 +87,15 @@ type stack struct {
 	events []*mqclient.MessageExt // seen on order-events
 }
 
+// withACL makes startStack's broker enforce the plain ACL file at path and
+// the service's clients sign with creds (topicstest.Admin).
+func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
+	return func(c *stackConfig) {
+		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
+		c.creds = creds
+	}
+}
+
 // stackConfig varies startStack: broker options (ACL) and the
 // credentials of the service and of the test's own clients.
 type stackConfig struct {

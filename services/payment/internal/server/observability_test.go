@@ -11,7 +11,6 @@ import (
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
@@ -69,28 +68,15 @@ func (s *stack) cancelOrderCtx(t *testing.T, ctx context.Context, order string) 
 	}
 }
 
-// paymentACL is a plain_acl.yml with the service's account; admin because
-// the service creates its topics and reads broker state (reconcile).
-const paymentACL = `
-accounts:
-  - accessKey: paymentKey
-    secretKey: paymentSecret
-    admin: true
-`
-
 // TestServerBrokerCredentials: against a broker with aclEnable, the
 // service's transactional producer, consumer, topic admin and broker
 // reconciliation job sign with messaging.access_key/secret_key, while an
 // unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	path := topicstest.ACLFile(t, paymentACL)
-	s := startStack(t, func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = mqclient.Credentials{AccessKey: "paymentKey", SecretKey: "paymentSecret"}
-	})
+	s := startStack(t, withACL(topicstest.Admin(t, "paymentKey", "paymentSecret")))
+	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicPaymentEvents)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicPaymentEvents)
 
 	if r := s.pay(t, "acl-1", "oacl1", "u-alice", 5); r.status != 200 {
 		t.Fatalf("pay: %d %s", r.status, r.raw)

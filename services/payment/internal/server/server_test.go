@@ -157,6 +157,15 @@ func (s *stack) crash(code int) {
 	runtime.Goexit()
 }
 
+// withACL makes startStack's broker enforce the plain ACL file at path and
+// the service's clients sign with creds (topicstest.Admin).
+func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
+	return func(c *stackConfig) {
+		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
+		c.creds = creds
+	}
+}
+
 // stackConfig varies startStack: more broker options (ACL), the
 // service's and the test clients' credentials, the tracer provider.
 type stackConfig struct {
