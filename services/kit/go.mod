@@ -9,6 +9,7 @@ require (
 	github.com/gorilla/mux v1.8.1
 	github.com/prometheus/client_golang v1.23.2
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient/kratosmq v0.0.0-00010101000000-000000000000
@@ -77,3 +78,5 @@ replace github.com/tidemq/tide/pkg/mqclient/kratosmq => ../../pkg/mqclient/krato
 replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../../pkg/mqclient/txmsg
 
 replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest
+
+replace github.com/tidemq/tide/pkg/props => ../../pkg/props

@@ -71,7 +71,7 @@ func TestServerTraceSpans(t *testing.T) {
 // messaging.access_key/secret_key, so an order's stock is reserved and
 // StockReserved delivered, while an unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	s := startStack(t, false, withACL(topicstest.Admin(t, "inventoryKey", "inventorySecret")))
+	s := startStack(t, false, func(c *stackConfig) { c.acl = topicstest.Admin(t, "inventoryKey", "inventorySecret") })
 	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicOrderEvents)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -19,7 +19,6 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -34,13 +33,14 @@ import (
 	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
 
 type stack struct {
 	httpURL  string
 	grpcAddr string
 	ns       string
-	creds    mqclient.Credentials
+	acl      topicstest.ACL
 	producer *mqclient.Producer
 	faults   *fault.Set
 	recon    *biz.ReservationsJob
@@ -49,29 +49,15 @@ type stack struct {
 
 // startStack runs the service's servers against a real MariaDB, Redis,
 // NameServer and broker, all in process or on loopback.
-// withACL makes startStack's broker enforce the plain ACL file at path and
-// the service's clients sign with creds (topicstest.Admin).
-func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
-	return func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = creds
-	}
-}
-
 // stackConfig varies startStack: broker options (ACL) and the
 // credentials of the service and of the test's own clients.
 type stackConfig struct {
-	broker []func(*broker.Options)
-	creds  mqclient.Credentials
+	acl topicstest.ACL
 }
 
 // clientOpts are the options of the test's own producers and consumers.
 func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
-	opts := []mqclient.Option{mqclient.WithNameServers(s.ns)}
-	if s.creds.AccessKey != "" {
-		opts = append(opts, mqclient.WithCredentials(s.creds))
-	}
-	return append(opts, extra...)
+	return s.acl.ClientOptions(s.ns, extra...)
 }
 
 func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack {
@@ -82,11 +68,11 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	ctx := context.Background()
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, cfg.broker...)
+	brokertest.Start(t, ns, cfg.acl.BrokerOptions()...)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, DuplicateDelivery: duplicate,
-		AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
+		AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
 	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
 		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
@@ -138,7 +124,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{ns: ns, creds: cfg.creds}
+	s := &stack{ns: ns, acl: cfg.acl}
 	op, err := mqclient.NewProducer(s.clientOpts(mqclient.WithProducerGroup("test-order-producer"),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})))...)
 	if err != nil {
@@ -192,13 +178,7 @@ func getProduct(t *testing.T, url, id string) map[string]any {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apitest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // The flow through the broker: OrderCreated reserves, OrderPaid sells,
@@ -450,13 +430,7 @@ func mustInt(t *testing.T, v any) int64 {
 
 func metricsText(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := nethttp.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return apitest.Metrics(t, url)
 }
 
 // TestServerCrashAfterEffect: the fault fires once, after the effect

@@ -2,6 +2,8 @@ package apitest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -44,4 +46,30 @@ func stop(s transport.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	_ = s.Stop(ctx)
+}
+
+// WaitFor polls cond every 50 ms until it holds, failing the test after
+// timeout ("timed out waiting for what").
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Metrics returns the text of GET base+"/metrics" (Prometheus
+// exposition), failing the test when the request fails.
+func Metrics(t testing.TB, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/mqclient"
 )
 
@@ -25,13 +26,40 @@ func ACLFile(t testing.TB, body string) string {
 	return path
 }
 
+// ACL is a test broker's plain ACL: the file the broker loads and the
+// credentials the service's and the test's clients sign with. The zero
+// ACL is a broker without ACL and unsigned clients.
+type ACL struct {
+	Path  string
+	Creds mqclient.Credentials
+}
+
 // Admin writes a plain_acl.yml (ACLFile) with one admin account (a
-// service creates its topics, so it needs admin) and returns its path and
-// the account's credentials for the service's clients.
-func Admin(t testing.TB, accessKey, secretKey string) (string, mqclient.Credentials) {
+// service creates its topics, so it needs admin) and returns it with the
+// account's credentials.
+func Admin(t testing.TB, accessKey, secretKey string) ACL {
 	t.Helper()
 	body := "accounts:\n  - accessKey: " + accessKey + "\n    secretKey: " + secretKey + "\n    admin: true\n"
-	return ACLFile(t, body), mqclient.Credentials{AccessKey: accessKey, SecretKey: secretKey}
+	return ACL{Path: ACLFile(t, body), Creds: mqclient.Credentials{AccessKey: accessKey, SecretKey: secretKey}}
+}
+
+// BrokerOptions are the test broker's options for a: aclEnable with the
+// file, none for the zero ACL.
+func (a ACL) BrokerOptions() []func(*broker.Options) {
+	if a.Path == "" {
+		return nil
+	}
+	return []func(*broker.Options){func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, a.Path }}
+}
+
+// ClientOptions are a test's own producers' and consumers' options: the
+// NameServers, the credentials when a has some, then extra.
+func (a ACL) ClientOptions(ns string, extra ...mqclient.Option) []mqclient.Option {
+	opts := []mqclient.Option{mqclient.WithNameServers(ns)}
+	if a.Creds.AccessKey != "" {
+		opts = append(opts, mqclient.WithCredentials(a.Creds))
+	}
+	return append(opts, extra...)
 }
 
 // RefusesUnsigned fails t unless a producer without credentials, on the

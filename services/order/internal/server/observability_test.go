@@ -119,7 +119,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 // mq.access_key/secret_key, so the flow works, while an unsigned client
 // is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	s := startStack(t, time.Hour, withACL(topicstest.Admin(t, "orderKey", "orderSecret")))
+	s := startStack(t, time.Hour, func(c *stackConfig) { c.acl = topicstest.Admin(t, "orderKey", "orderSecret") })
 	topicstest.RefusesUnsigned(t, s.namesrv, eventv1.TopicOrderEvents)
 
 	o, code, body := s.httpCreate(t, `{"user_id":"u-acl","items":[{"product_id":"p1","quantity":1}]}`)

@@ -30,7 +30,6 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -38,17 +37,14 @@ import (
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // fakeInventory is the inventory service's catalog as the order service
 // reads it (gRPC GetProduct; the inventory service's own tests and the
@@ -78,7 +74,7 @@ func (f *fakeInventory) GetProduct(_ context.Context, in *inventoryv1.GetProduct
 type stack struct {
 	inventory *fakeInventory
 	namesrv   string
-	creds     mqclient.Credentials
+	acl       topicstest.ACL
 	httpBase  string
 	grpc      orderv1.OrderClient
 	faults    *fault.Set
@@ -87,31 +83,17 @@ type stack struct {
 	events []*mqclient.MessageExt // seen on order-events
 }
 
-// withACL makes startStack's broker enforce the plain ACL file at path and
-// the service's clients sign with creds (topicstest.Admin).
-func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
-	return func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = creds
-	}
-}
-
 // stackConfig varies startStack: broker options (ACL) and the
 // credentials of the service and of the test's own clients.
 type stackConfig struct {
-	broker []func(*broker.Options)
-	creds  mqclient.Credentials
+	acl topicstest.ACL
 }
 
 type stackOption func(*stackConfig)
 
 // clientOpts are the options of the test's own producers and consumers.
 func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
-	opts := []mqclient.Option{mqclient.WithNameServers(s.namesrv)}
-	if s.creds.AccessKey != "" {
-		opts = append(opts, mqclient.WithCredentials(s.creds))
-	}
-	return append(opts, extra...)
+	return s.acl.ClientOptions(s.namesrv, extra...)
 }
 
 func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *stack {
@@ -125,7 +107,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
 	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, cfg.broker...)
+	brokertest.Start(t, ns, cfg.acl.BrokerOptions()...)
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
 
@@ -135,7 +117,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	mq := &conf.MQ{NamesrvAddr: ns, AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
+	mq := &conf.MQ{NamesrvAddr: ns, AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
 	reg := data.NewRegistry()
 	faults := data.NewFaults(&conf.Fault{Admin: true})
 	faults.SetExit(func(int) {}) // crash faults are tested in the fault package
@@ -197,7 +179,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s := &stack{inventory: inv, namesrv: ns, creds: cfg.creds, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
+	s := &stack{inventory: inv, namesrv: ns, acl: cfg.acl, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
 	waitFor(t, "HTTP /readyz", func() bool {
 		resp, err := nethttp.Get(s.httpBase + "/readyz")
 		if err != nil {
@@ -235,13 +217,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apitest.WaitFor(t, what, 60*time.Second, cond)
 }
 
 // tags returns the tags of the order-events seen for an order.
@@ -595,13 +571,7 @@ func statusNames(st []fault.Status) []string {
 
 func (s *stack) metrics(t *testing.T) string {
 	t.Helper()
-	resp, err := nethttp.Get(s.httpBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return apitest.Metrics(t, s.httpBase)
 }
 
 // TestServerTracePropagation: the W3C trace context of the HTTP request

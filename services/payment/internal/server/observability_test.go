@@ -73,7 +73,7 @@ func (s *stack) cancelOrderCtx(t *testing.T, ctx context.Context, order string) 
 // reconciliation job sign with messaging.access_key/secret_key, while an
 // unsigned client is refused.
 func TestServerBrokerCredentials(t *testing.T) {
-	s := startStack(t, withACL(topicstest.Admin(t, "paymentKey", "paymentSecret")))
+	s := startStack(t, func(c *stackConfig) { c.acl = topicstest.Admin(t, "paymentKey", "paymentSecret") })
 	topicstest.RefusesUnsigned(t, s.ns, eventv1.TopicPaymentEvents)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -40,6 +40,7 @@ import (
 	"github.com/tidemq/tide/services/kit/api/apitest"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/kit/topics"
+	"github.com/tidemq/tide/services/kit/topics/topicstest"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -127,7 +128,7 @@ type stack struct {
 	// ordersAddr is the fake order service's gRPC address.
 	ordersAddr string
 	ns         string
-	creds      mqclient.Credentials
+	acl        topicstest.ACL
 	d          *data.Data
 	uc         *biz.PaymentUsecase
 	svc        *service.PaymentService
@@ -157,30 +158,16 @@ func (s *stack) crash(code int) {
 	runtime.Goexit()
 }
 
-// withACL makes startStack's broker enforce the plain ACL file at path and
-// the service's clients sign with creds (topicstest.Admin).
-func withACL(path string, creds mqclient.Credentials) func(*stackConfig) {
-	return func(c *stackConfig) {
-		c.broker = append(c.broker, func(o *broker.Options) { o.AclEnable, o.PlainAclFile = true, path })
-		c.creds = creds
-	}
-}
-
 // stackConfig varies startStack: more broker options (ACL), the
 // service's and the test clients' credentials, the tracer provider.
 type stackConfig struct {
-	broker []func(*broker.Options)
-	creds  mqclient.Credentials
-	tp     trace.TracerProvider
+	acl topicstest.ACL
+	tp  trace.TracerProvider
 }
 
 // clientOpts are the options of the test's own producers and consumers.
 func (s *stack) clientOpts(extra ...mqclient.Option) []mqclient.Option {
-	opts := []mqclient.Option{mqclient.WithNameServers(s.ns)}
-	if s.creds.AccessKey != "" {
-		opts = append(opts, mqclient.WithCredentials(s.creds))
-	}
-	return append(opts, extra...)
+	return s.acl.ClientOptions(s.ns, extra...)
 }
 
 func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
@@ -194,10 +181,10 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	brokertest.Start(t, ns, append([]func(*broker.Options){func(o *broker.Options) {
 		o.TransactionTimeOut = 1000
 		o.TransactionCheckInterval = 1000
-	}}, cfg.broker...)...)
+	}}, cfg.acl.BrokerOptions()...)...)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &stack{ns: ns, creds: cfg.creds, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
+	s := &stack{ns: ns, acl: cfg.acl, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
 		orders: &fakeOrders{orders: map[string]*orderv1.OrderInfo{}}, events: &eventLog{count: map[string]int{}, ids: map[string][]string{}, trace: map[string]string{}}}
 	// As main does: W3C trace context through HTTP and messages.
 	if cfg.tp == nil {
@@ -207,7 +194,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	s.faults = fault.New(nil, s.crash, l)
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupPaymentProducer,
-		AccessKey: cfg.creds.AccessKey, SecretKey: cfg.creds.SecretKey}
+		AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
 	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true, MaxOpenConns: 10},
 		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
@@ -384,13 +371,7 @@ func (s *stack) payment(t *testing.T, id string) *biz.Payment {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apitest.WaitFor(t, what, 45*time.Second, cond)
 }
 
 func balance(t *testing.T, s *stack, user string) int64 {
