@@ -56,6 +56,15 @@ func Cleanup() {
 	dirs = nil
 }
 
+// Main is a package's TestMain for tests that start MariaDB or Redis:
+// it runs the tests, stops the servers (Cleanup) and exits with the
+// tests' code.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // FreeAddr returns a 127.0.0.1 address with a port free at the time of
 // the call, for a server the test starts (the port may be taken again
 // before it binds, which is rare enough for tests).

@@ -3,7 +3,6 @@ package cleanup
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -19,11 +18,7 @@ import (
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // openDB returns a fresh MariaDB database with the pattern tables.
 func openDB(t *testing.T) *gorm.DB {

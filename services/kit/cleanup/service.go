@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"context"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/gorm"
 
@@ -34,3 +35,6 @@ func NewService(db *gorm.DB, name string, c Config, o Options) (*Service, error)
 	}
 	return &Service{Task: cl.Server(name), Cleaner: cl}, nil
 }
+
+// Clean runs one pass of s's cleaner now (Cleaner.Clean).
+func (s *Service) Clean(ctx context.Context) (map[string]int64, error) { return s.Cleaner.Clean(ctx) }

@@ -3,7 +3,6 @@ package consume
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -16,11 +15,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 type txKey struct{}
 

@@ -3,7 +3,6 @@ package migrate
 import (
 	"database/sql"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -13,11 +12,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestUp against MariaDB: the migrations are applied once, in order,
 // with several statements per file; a second Up changes nothing; a

@@ -6,10 +6,12 @@ package cleanuptest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/gorm"
 )
 
@@ -63,5 +65,23 @@ func Exec(t testing.TB, db *gorm.DB, sql string, args ...any) {
 	t.Helper()
 	if err := db.Exec(sql, args...).Error; err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Wiring checks a service's wiring of its cleanup, build (retention nil:
+// the configured default): with the default it passes Verify with
+// defaultRetention; with a retention of an hour, below the floor, it
+// returns an error that is invalid.
+func Wiring[S interface {
+	Clean(context.Context) (map[string]int64, error)
+}](t testing.TB, db *gorm.DB, ts Tables, defaultRetention time.Duration, invalid error, build func(retention *durationpb.Duration) (S, error)) {
+	t.Helper()
+	s, err := build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Verify(t, db, defaultRetention, ts, s.Clean)
+	if _, err := build(durationpb.New(time.Hour)); !errors.Is(err, invalid) {
+		t.Fatalf("retention 1h: %v, want %v", err, invalid)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	nethttp "net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -18,11 +17,7 @@ import (
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestAppFromConfigFile loads configs/config.yaml with its placeholders
 // resolved from the environment, wires the app as main does, runs it

@@ -1,9 +1,7 @@
 package data
 
 import (
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -18,13 +16,8 @@ import (
 // ones; a retention below the floor is refused.
 func TestCleanupDeletesOldRows(t *testing.T) {
 	d := newTestData(t)
-	c, err := NewCleanup(&conf.Cleanup{}, d, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanuptest.Verify(t, d.Gorm(), cleanup.DefaultRetention, cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, c.Cleaner.Clean)
-	short := &conf.Cleanup{Retention: durationpb.New(time.Hour)}
-	if _, err := NewCleanup(short, d, prometheus.NewRegistry()); !errors.Is(err, cleanup.ErrInvalidOptions) {
-		t.Fatalf("retention 1h: %v, want ErrInvalidOptions", err)
-	}
+	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, cleanup.DefaultRetention, cleanup.ErrInvalidOptions,
+		func(r *durationpb.Duration) (*cleanup.Service, error) {
+			return NewCleanup(&conf.Cleanup{Retention: r}, d, prometheus.NewRegistry())
+		})
 }

@@ -3,7 +3,6 @@ package data
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -14,11 +13,7 @@ import (
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 func newTestData(t *testing.T) *Data {
 	t.Helper()
