@@ -28,7 +28,7 @@ type config struct {
 }
 
 // schema is the service's own table; the dedup table is idempotent's
-// (copy idempotent.Schema into your migrations: docs/adopting.md).
+// (apply idempotent.Migrations in your migrations: docs/adopting.md).
 const schema = `CREATE TABLE IF NOT EXISTS ledger (
   id       BIGINT      NOT NULL AUTO_INCREMENT PRIMARY KEY,
   order_id VARCHAR(64) NOT NULL,

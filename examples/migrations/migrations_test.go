@@ -1,10 +1,3 @@
-// Package migrations holds the pattern tables as migration files for
-// golang-migrate (golang-migrate/) and goose (goose/). The test applies
-// the golang-migrate files with golang-migrate (up, down, up) and compares
-// the tables with what the pattern packages create; the goose file must
-// be exactly those up and down files under goose's annotations. (goose
-// itself is not run: its module would raise shared dependencies of every
-// module of the workspace.)
 package migrations
 
 import (
@@ -18,8 +11,6 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4"
-	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -30,13 +21,15 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 )
 
-//go:embed golang-migrate/*.sql goose/*.sql
+//go:embed goose/*.sql
 var files embed.FS
 
 var tables = []string{"tide_tx_fence", "mq_dedup", "tide_ordered_versions", "tide_ordered_gaps"}
 
-// TestMigrationsMatchPatterns fails when a pattern's table changes and the
-// migration files were not updated (or a tool cannot apply them).
+// TestMigrationsMatchPatterns: Up applies the patterns' own migrations
+// with golang-migrate (up, then every pattern down, then up again) and
+// the goose file applies (up, down, up) to the tables the pattern
+// packages create; it fails when the goose copy drifts from a pattern.
 func TestMigrationsMatchPatterns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -57,38 +50,41 @@ func TestMigrationsMatchPatterns(t *testing.T) {
 	}
 
 	viaMigrate := open(t, testenv.MariaDB(t).DSN)
-	src, err := iofs.New(files, "golang-migrate")
-	if err != nil {
+	if err := Up(viaMigrate); err != nil {
 		t.Fatal(err)
 	}
-	drv, err := migratemysql.WithConnection(ctx, mustConn(t, viaMigrate), &migratemysql.Config{})
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range Patterns { // the down migrations work too
+		if err := run(viaMigrate, p.Name, p.FS, (*migrate.Migrate).Down); err != nil {
+			t.Fatal(err)
+		}
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "mysql", drv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{m.Up, m.Down, m.Up} { // the down migration works too
-		if err := step(); err != nil {
-			t.Fatalf("golang-migrate: %v", err)
+	for range 2 { // and a second Up is a no-op
+		if err := Up(viaMigrate); err != nil {
+			t.Fatal(err)
 		}
 	}
 
-	up, _ := files.ReadFile("golang-migrate/000001_tide_patterns.up.sql")
-	down, _ := files.ReadFile("golang-migrate/000001_tide_patterns.down.sql")
+	viaGoose := open(t, testenv.MariaDB(t).DSN)
 	gooseFile, _ := files.ReadFile("goose/00001_tide_patterns.sql")
-	if want := "-- +goose Up\n" + string(up) + "\n-- +goose Down\n" + string(down); string(gooseFile) != want {
-		t.Errorf("goose/00001_tide_patterns.sql is not the golang-migrate up and down files under -- +goose Up/Down")
+	up, down, ok := strings.Cut(strings.TrimPrefix(string(gooseFile), "-- +goose Up\n"), "-- +goose Down\n")
+	if !ok {
+		t.Fatal("goose/00001_tide_patterns.sql: no -- +goose Down")
 	}
-	if n := strings.Count(string(up), ") ENGINE=InnoDB;"); n != len(tables) {
-		t.Errorf("the up migration has %d statements, want one per table (%d)", n, len(tables))
+	if n := strings.Count(up, ") ENGINE=InnoDB;"); n != len(tables) {
+		t.Errorf("the goose up migration has %d statements, want one per table (%d)", n, len(tables))
+	}
+	for _, script := range []string{up, down, up} { // what goose runs: up, down, up
+		if _, err := viaGoose.ExecContext(ctx, script); err != nil {
+			t.Fatalf("goose file: %v", err)
+		}
 	}
 
 	for _, table := range tables {
 		w := showCreate(t, want, table)
-		if got := showCreate(t, viaMigrate, table); got != w {
-			t.Errorf("the migration creates %s as\n%s\nthe pattern package as\n%s", table, got, w)
+		for via, db := range map[string]*sql.DB{"golang-migrate (Up)": viaMigrate, "goose": viaGoose} {
+			if got := showCreate(t, db, table); got != w {
+				t.Errorf("%s creates %s as\n%s\nthe pattern package as\n%s", via, table, got, w)
+			}
 		}
 	}
 }
@@ -101,15 +97,6 @@ func open(t *testing.T, dsn string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-func mustConn(t *testing.T, db *sql.DB) *sql.Conn {
-	t.Helper()
-	c, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 var autoInc = regexp.MustCompile(` AUTO_INCREMENT=\d+`)

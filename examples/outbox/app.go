@@ -29,7 +29,7 @@ type config struct {
 }
 
 // schema is the service's own table; the fence table comes from txmsg
-// (copy txmsg.Schema into your migrations: see docs/adopting.md).
+// (apply txmsg.Migrations in your migrations: see docs/adopting.md).
 const schema = `CREATE TABLE IF NOT EXISTS accounts (
   id      VARCHAR(64) NOT NULL PRIMARY KEY,
   balance BIGINT      NOT NULL

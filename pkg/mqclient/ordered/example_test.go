@@ -27,7 +27,7 @@ func Example() {
 
 	// Consumer side.
 	db, _ := gorm.Open(mysql.Open("shipping:pw@tcp(127.0.0.1:3306)/shipping?parseTime=true"))
-	if err := ordered.Migrate(ctx, db); err != nil { // or copy ordered.Schema into migrations
+	if err := ordered.Migrate(ctx, db); err != nil { // or apply ordered.Migrations with golang-migrate
 		log.Fatal(err)
 	}
 	g, _ := ordered.New(db, "shipping/order-events", ordered.WithPolicy(ordered.Strict))

@@ -20,7 +20,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Normally a migration (copy txmsg.Schema); Migrate runs the same DDL.
+	// Normally txmsg.Migrations applied with golang-migrate; Migrate runs the same DDL.
 	if err := txmsg.Migrate(ctx, db, ""); err != nil {
 		log.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := reconcile.Migrate(ctx, db); err != nil { // or copy reconcile.Schema into migrations
+	if err := reconcile.Migrate(ctx, db); err != nil { // or apply reconcile.Migrations (kit/migrate.Pattern)
 		log.Fatal(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
