@@ -28,8 +28,14 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	productRepo := data.NewProductRepo(dataData)
 	reservationRepo := data.NewReservationRepo(dataData)
 	transaction := data.NewTransaction(dataData)
-	producer, cleanup3, err := data.NewProducer(messaging, slogLogger)
+	client, cleanup3, err := data.NewMQClient(messaging, slogLogger)
 	if err != nil {
+		cleanup2()
+		return nil, nil, err
+	}
+	producer, cleanup4, err := data.NewProducer(messaging, client, slogLogger)
+	if err != nil {
+		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
@@ -39,6 +45,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	registry := data.NewRegistry()
 	dedup, err := data.NewDedup(dataData, messaging, registry, slogLogger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
@@ -46,8 +53,9 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	inventoryService := service.NewInventoryService(stockUsecase, dedup, slogLogger)
 	input := service.NewInput(logger)
 	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
-	consumerServer, err := server.NewConsumerServer(messaging, inventoryService, outbox, set, registry, slogLogger)
+	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, slogLogger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
@@ -55,18 +63,21 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	ready := newReadiness(dataData, consumerServer)
 	runner, err := data.NewRunner(dataData, registry, slogLogger)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	orderLookup, cleanup4, err := data.NewOrderLookup(reconcile)
+	orderLookup, cleanup5, err := data.NewOrderLookup(reconcile)
 	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
 	repairLog, err := data.NewRepairLog(dataData)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -77,6 +88,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	httpServer := server.NewHTTPServer(confServer, inventoryService, input, ready, set, registry, jobs)
 	reconciler, err := server.NewReconciler(reconcile, jobs)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -84,6 +96,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -91,6 +104,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

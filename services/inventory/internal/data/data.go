@@ -22,13 +22,13 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/kit/mq"
 	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/kit/telemetry"
-	"github.com/tidemq/tide/services/kit/topics"
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox,
+var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewMQClient, NewProducer, NewProductRepo, NewReservationRepo, NewTransaction, NewOutbox,
 	NewRunner, NewRepairLog, NewOrderLookup, NewDedup, NewCleanup, wire.Bind(new(biz.ReservedLister), new(*Data)),
 	wire.Bind(new(biz.EventPublisher), new(*Outbox)), wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
@@ -164,10 +164,20 @@ func (d *Data) Ping(ctx context.Context) error { return store.Ping(ctx, d.db, d.
 // NewTransaction returns d as biz.Transaction.
 func NewTransaction(d *Data) biz.Transaction { return d }
 
-// NewProducer starts the producer the outbox relay sends with. cleanup
-// shuts it down.
-func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(), error) {
-	p, err := mqclient.NewProducer(append(ClientOptions(c),
+// NewMQClient returns the process's one mqclient.Client (kit/mq): the
+// NameServers and, when messaging.access_key is set, the plain-ACL
+// credentials that sign every request; with MQ_INSTANCE_NAME set
+// (boot.InstanceName), a client id that stays the same across restarts.
+// The outbox producer and the consumer run on it; cleanup releases it
+// after they shut down.
+func NewMQClient(c *conf.Messaging, l *slog.Logger) (*mqclient.Client, func(), error) {
+	return mq.NewClient(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey(), l)
+}
+
+// NewProducer starts the producer the outbox relay sends with, on the
+// process's client mc. cleanup shuts it down.
+func NewProducer(c *conf.Messaging, mc *mqclient.Client, l *slog.Logger) (*mqclient.Producer, func(), error) {
+	p, err := mqclient.NewProducer(append(mq.On(mc),
 		mqclient.WithProducerGroup(c.GetProducerGroup()),
 		mqclient.WithLogger(l),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
@@ -186,15 +196,3 @@ func NewProducer(c *conf.Messaging, l *slog.Logger) (*mqclient.Producer, func(),
 		}
 	}, nil
 }
-
-// ClientOptions are the options every producer, consumer and admin client
-// of the service starts from: the NameServers and, when
-// messaging.access_key is set, the plain-ACL credentials that sign every
-// request; with MQ_INSTANCE_NAME set (boot.InstanceName), a client id
-// that stays the same across restarts.
-func ClientOptions(c *conf.Messaging) []mqclient.Option {
-	return topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
-}
-
-// SplitAddrs splits a NameServer list separated by ';' or ','.
-func SplitAddrs(s string) []string { return topics.SplitAddrs(s) }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"log/slog"
 	"strings"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
-	"github.com/tidemq/tide/services/kit/topics"
 )
 
 // ConsumerServer is the inventory service's messaging, as one Kratos
@@ -47,14 +45,10 @@ type ConsumerServer struct {
 }
 
 // NewConsumerServer subscribes the service to order events
-// (service.InventoryService.OrderEventsHandler) and runs relay beside the
-// consumer.
-func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, relay service.Relay, faults *fault.Set,
+// (service.InventoryService.OrderEventsHandler), on the process's client
+// mc, and runs relay beside the consumer.
+func NewConsumerServer(c *conf.Messaging, mc *mqclient.Client, s *service.InventoryService, relay service.Relay, faults *fault.Set,
 	reg prometheus.Registerer, l *slog.Logger) (*ConsumerServer, error) {
-	ns := topics.SplitAddrs(c.GetNameServers())
-	if len(ns) == 0 {
-		return nil, errors.New("server: messaging.name_servers is empty")
-	}
 	group := c.GetConsumerGroup()
 	if group == "" {
 		group = eventv1.GroupInventory
@@ -70,7 +64,7 @@ func NewConsumerServer(c *conf.Messaging, s *service.InventoryService, relay ser
 	}
 	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
 		tracing.Middleware(tracing.Options{}), m.Middleware(group), consume.LogOutcome(cl, group), consume.CrashAfterEffect(faults, fault.CrashAfterEffect))}
-	base := topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
+	base := []mqclient.Option{mqclient.WithClient(mc)}
 	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(base, mqclient.WithLogger(l),
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...), kratosmq.WithLogger(l))
 	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")

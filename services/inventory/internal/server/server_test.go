@@ -79,7 +79,12 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	p, pclean, err := data.NewProducer(mc, l)
+	mcl, mqclean, err := data.NewMQClient(mc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mqclean) // after the members' cleanups (LIFO)
+	p, pclean, err := data.NewProducer(mc, mcl, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +113,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	recon := biz.NewReservationsJob(&conf.Reconcile{MinAge: durationpb.New(0)}, d, orders, uc, repairs)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	cs, err := NewConsumerServer(mc, svc, ob, faults, reg, l)
+	cs, err := NewConsumerServer(mc, mcl, svc, ob, faults, reg, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,20 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
-	nethttp "net/http"
 	"testing"
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
 
+	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/boot"
+	"github.com/tidemq/tide/services/kit/boot/boottest"
+	"github.com/tidemq/tide/services/kit/mq/mqtest"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
@@ -21,7 +22,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestAppFromConfigFile loads configs/config.yaml with its placeholders
 // resolved from the environment, wires the app as main does, runs it
-// against a real broker, MariaDB and Redis, and waits for /readyz.
+// against a real broker, MariaDB and Redis, waits for /readyz and checks
+// that the process is one client to the broker (mqtest.OneClient).
 func TestAppFromConfigFile(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ns := nameservertest.Start(t)
@@ -52,31 +54,9 @@ func TestAppFromConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	done := make(chan error, 1)
-	go func() { done <- app.Run() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := nethttp.Get("http://" + httpAddr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := app.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil && err != context.Canceled {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("app did not stop")
-	}
+	stop := boottest.RunReady(t, app, httpAddr)
+	// One mqclient.Client for the sender, the timer admin and both
+	// consumer groups.
+	mqtest.OneClient(t, ns, eventv1.GroupOrder, eventv1.GroupOrderTimer)
+	stop()
 }

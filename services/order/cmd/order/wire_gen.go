@@ -31,17 +31,25 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	set := data.NewFaults(fault)
-	registry := data.NewRegistry()
-	sender, cleanup4, err := data.NewSender(mq, dataData, set, registry, logger)
+	client, cleanup4, err := data.NewMQClient(mq)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
-	scheduler, cleanup5, err := data.NewScheduler(mq, sender, registry)
+	set := data.NewFaults(fault)
+	registry := data.NewRegistry()
+	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, logger)
 	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
+	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry)
+	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -55,14 +63,16 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	dedup := data.NewDedup(dataData)
 	eventService, err := service.NewEventService(orderUsecase, dedup, registry)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	consumer, err := server.NewConsumer(mq, eventService, set, registry)
+	consumer, err := server.NewConsumer(client, eventService, set, registry)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -74,6 +84,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	sweeper := server.NewSweeper(order, eventService, logger)
 	cleanupService, err := data.NewCleanup(cleanup, dataData, registry)
 	if err != nil {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
@@ -82,6 +93,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	}
 	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, cleanupService)
 	return app, func() {
+		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()

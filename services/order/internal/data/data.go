@@ -26,7 +26,7 @@ import (
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewSender, NewScheduler, NewOrderRepo, NewTransaction,
+var ProviderSet = wire.NewSet(NewData, NewRegistry, NewFaults, NewMQClient, NewSender, NewScheduler, NewOrderRepo, NewTransaction,
 	NewEventPublisher, NewCatalog, NewCancelTimer, NewDedup, NewCleanup, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)))
 
 // NewRegistry returns the service's Prometheus registry (served on

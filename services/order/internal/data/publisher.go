@@ -21,6 +21,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/fault"
+	"github.com/tidemq/tide/services/kit/mq"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
@@ -46,34 +47,29 @@ func NewFaults(c *conf.Fault) *fault.Set {
 	return s
 }
 
-// NameServers splits the configured NameServer list.
-func NameServers(c *conf.MQ) []string { return topics.SplitAddrs(c.GetNamesrvAddr()) }
-
-// ClientOptions are the options every producer, consumer and admin client
-// of the service starts from: the NameServers and, when mq.access_key is
-// set, the plain-ACL credentials that sign every request; with MQ_INSTANCE_NAME set
-// (boot.InstanceName), a client id that stays the same across restarts.
-func ClientOptions(c *conf.MQ) []mqclient.Option {
-	return topics.ClientOptions(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey())
+// NewMQClient returns the process's one mqclient.Client (kit/mq): the
+// NameServers and, when mq.access_key is set, the plain-ACL credentials
+// that sign every request; with MQ_INSTANCE_NAME set (boot.InstanceName),
+// a client id that stays the same across restarts. The sender, the timer
+// scheduler's admin and the consumers all run on it. cleanup releases it
+// after they shut down.
+func NewMQClient(c *conf.MQ) (*mqclient.Client, func(), error) {
+	return mq.NewClient(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey(), slog.Default().With("module", "order/mq"))
 }
 
 // NewSender creates the order topics if missing and starts the
-// transactional sender of order events (pkg/mqclient/txmsg): every event
-// is a half message whose local transaction writes the order change and
-// the fence row; check-backs read the fence (tide_tx_fence). Its
-// after-commit crash point is the crash_after_commit fault. cleanup shuts
-// it down.
-func NewSender(c *conf.MQ, d *Data, faults *fault.Set, reg prometheus.Registerer, logger log.Logger) (*txmsg.Sender, func(), error) {
-	addrs := NameServers(c)
-	if len(addrs) == 0 {
-		return nil, nil, fmt.Errorf("data: mq namesrv_addr is empty")
-	}
+// transactional sender of order events (pkg/mqclient/txmsg) on the
+// process's client mc: every event is a half message whose local
+// transaction writes the order change and the fence row; check-backs read
+// the fence (tide_tx_fence). Its after-commit crash point is the
+// crash_after_commit fault. cleanup shuts it down.
+func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, logger log.Logger) (*txmsg.Sender, func(), error) {
 	group := c.GetProducerGroup()
 	if group == "" {
 		group = eventv1.GroupOrderProducer
 	}
-	base := ClientOptions(c)
-	popts := append(ClientOptions(c),
+	base := mq.On(mc)
+	popts := append(mq.On(mc),
 		mqclient.WithTopics(eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer),
 		mqclient.WithLogger(slog.Default().With("module", "order/mq")),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),

@@ -14,13 +14,13 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/order/internal/biz"
-	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // NewScheduler returns the delay.Scheduler of cancellation timers, on the
-// sender's producer and an admin client (for recalls). cleanup closes both.
-func NewScheduler(c *conf.MQ, s *txmsg.Sender, reg prometheus.Registerer) (*delay.Scheduler, func(), error) {
-	a, err := mqclient.NewAdmin(ClientOptions(c)...)
+// sender's producer and an admin client (for recalls) on the process's
+// client mc. cleanup closes both.
+func NewScheduler(mc *mqclient.Client, s *txmsg.Sender, reg prometheus.Registerer) (*delay.Scheduler, func(), error) {
+	a, err := mqclient.NewAdmin(mqclient.WithClient(mc))
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: admin: %w", err)
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
-	"github.com/tidemq/tide/services/kit/topics"
-	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
@@ -37,11 +35,11 @@ type Consumer struct {
 	*consume.Server
 }
 
-// NewConsumer subscribes the handlers of events (service.EventService);
-// it connects on Start.
-func NewConsumer(c *conf.MQ, events *service.EventService, faults *fault.Set, reg prometheus.Registerer) (*Consumer, error) {
+// NewConsumer subscribes the handlers of events (service.EventService),
+// on the process's client mc; it connects on Start.
+func NewConsumer(mc *mqclient.Client, events *service.EventService, faults *fault.Set, reg prometheus.Registerer) (*Consumer, error) {
 	sl := slog.Default().With("module", "order/consumer")
-	base := topics.ClientOptions(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey())
+	base := []mqclient.Option{mqclient.WithClient(mc)}
 	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(base,
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))
 	m, err := mqmetrics.New(reg)

@@ -121,12 +121,17 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	reg := data.NewRegistry()
 	faults := data.NewFaults(&conf.Fault{Admin: true})
 	faults.SetExit(func(int) {}) // crash faults are tested in the fault package
-	sender, cleanup2, err := data.NewSender(mq, d, faults, reg, logger)
+	mc, cleanupMQ, err := data.NewMQClient(mq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanupMQ) // after the members' cleanups (LIFO)
+	sender, cleanup2, err := data.NewSender(mq, mc, d, faults, reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup2)
-	sch, cleanup3, err := data.NewScheduler(mq, sender, reg)
+	sch, cleanup3, err := data.NewScheduler(mc, sender, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +159,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := NewConsumer(mq, events, faults, reg)
+	cons, err := NewConsumer(mc, events, faults, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,14 @@ import (
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/boot/boottest"
+	"github.com/tidemq/tide/services/kit/mq/mqtest"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // The wired application starts against real dependencies, becomes ready,
-// serves /metrics and the fault admin API, and stops.
+// serves /metrics and the fault admin API, is one client to the broker
+// (mqtest.OneClient), and stops.
 func TestAppStartsAndStops(t *testing.T) {
 	ns := nameservertest.Start(t)
 	brokertest.Start(t, ns)
@@ -35,8 +38,7 @@ func TestAppStartsAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	done := make(chan error, 1)
-	go func() { done <- app.Run() }()
+	stop := boottest.RunReady(t, app, httpAddr)
 	get := func(path string) (int, string) {
 		resp, err := nethttp.Get("http://" + httpAddr + path)
 		if err != nil {
@@ -46,31 +48,13 @@ func TestAppStartsAndStops(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := get("/readyz"); code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("/metrics: %d", code)
 	}
 	if code, body := get("/v1/faults"); code != 200 || !strings.Contains(body, "crash_after_commit") {
 		t.Fatalf("/v1/faults: %d %s", code, body)
 	}
-	if err := app.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("app did not stop")
-	}
+	// One mqclient.Client for the publisher and the consumer.
+	mqtest.OneClient(t, ns, "payment-service")
+	stop()
 }

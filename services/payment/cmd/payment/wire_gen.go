@@ -41,14 +41,22 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	metrics, err := newMQMetrics(registry)
+	client, cleanup4, err := data.NewMQClient(messaging, slogLogger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	publisher, cleanup4, err := data.NewPublisher(messaging, dataData, v, registry, metrics, slogLogger)
+	metrics, err := newMQMetrics(registry)
 	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		return nil, nil, err
+	}
+	publisher, cleanup5, err := data.NewPublisher(messaging, client, dataData, v, registry, metrics, slogLogger)
+	if err != nil {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
@@ -62,6 +70,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	gatewayService := service.NewGatewayService(gateway)
 	runner, err := data.NewRunner(reconcile, dataData, registry, slogLogger)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -69,12 +78,13 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	ledger := data.NewLedger(dataData)
 	paymentsJob := biz.NewPaymentsJob(reconcile, paymentUsecase, ledger, gateway, orderReader)
-	brokerCheck := data.NewBrokerJob(reconcile, messaging)
+	brokerCheck := data.NewBrokerJob(reconcile, client)
 	jobs := service.NewReconcileJobs(runner, paymentsJob, brokerCheck, slogLogger)
 	ready := newReadiness(dataData, messaging)
 	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gatewayService, jobs, v, registry, ready, input)
-	consumerServer, err := server.NewConsumerServer(messaging, paymentService, v, registry, metrics, slogLogger)
+	consumerServer, err := server.NewConsumerServer(messaging, client, paymentService, v, registry, metrics, slogLogger)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -82,6 +92,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	reconciler, err := server.NewReconciler(reconcile, jobs)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -89,6 +100,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
 	if err != nil {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
@@ -96,6 +108,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messa
 	}
 	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

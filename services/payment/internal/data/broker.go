@@ -33,6 +33,9 @@ const JobBroker = "broker"
 // letter is an operator's call (mqadmin half commit|rollback, resend).
 // One page: brokers hold few of either when healthy.
 type BrokerJob struct {
+	// Client, when set, is the process's client the job's admin and pull
+	// consumer run on; NameServers and ClientOptions then do not apply.
+	Client      *mqclient.Client
 	NameServers []string
 	// ClientOptions are added to the NameServers of the job's admin and
 	// pull consumer (e.g. mqclient.WithCredentials).
@@ -43,6 +46,9 @@ type BrokerJob struct {
 }
 
 func (j *BrokerJob) clientOptions() []mqclient.Option {
+	if j.Client != nil {
+		return []mqclient.Option{mqclient.WithClient(j.Client)}
+	}
 	return append([]mqclient.Option{mqclient.WithNameServers(j.NameServers...)}, j.ClientOptions...)
 }
 
@@ -177,8 +183,8 @@ func (j *BrokerJob) deadLetters(ctx context.Context, a *mqclient.Admin, page *re
 	return nil
 }
 
-// NewBrokerJob returns the broker job of the NameServers and credentials
-// of m, with c's half-message timeout.
-func NewBrokerJob(c *conf.Reconcile, m *conf.Messaging) biz.BrokerCheck {
-	return &BrokerJob{NameServers: SplitAddrs(m.GetNameServers()), ClientOptions: CredentialOptions(m), HalfTimeout: c.GetHalfTimeout().AsDuration()}
+// NewBrokerJob returns the broker job on the process's client mc, with
+// c's half-message timeout.
+func NewBrokerJob(c *conf.Reconcile, mc *mqclient.Client) biz.BrokerCheck {
+	return &BrokerJob{Client: mc, HalfTimeout: c.GetHalfTimeout().AsDuration()}
 }

@@ -22,13 +22,12 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/services/kit/store"
-	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // ProviderSet is data providers.
-var ProviderSet = wire.NewSet(NewData, NewPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyStore,
+var ProviderSet = wire.NewSet(NewData, NewMQClient, NewPublisher, NewAccountRepo, NewPaymentRepo, NewIdempotencyStore,
 	NewGateway, NewTransaction, NewOrderReader, NewLedger, NewBrokerJob, NewRunner, NewDedup, NewCleanup,
 	wire.Bind(new(biz.Gateway), new(*Gateway)), wire.Bind(new(biz.Statement), new(*Gateway)),
 	wire.Bind(new(biz.Publisher), new(*Publisher)))
@@ -172,6 +171,3 @@ func (d *Data) Ping(ctx context.Context) error { return store.Ping(ctx, d.db, d.
 
 // NewTransaction returns d as biz.Transaction.
 func NewTransaction(d *Data) biz.Transaction { return d }
-
-// SplitAddrs splits a NameServer list separated by ';' or ','.
-func SplitAddrs(s string) []string { return topics.SplitAddrs(s) }

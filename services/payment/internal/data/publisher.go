@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"time"
 
@@ -25,6 +24,8 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/mq"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/fault"
@@ -43,9 +44,10 @@ type Publisher struct {
 }
 
 // NewPublisher creates and starts the txmsg Sender on d's database (the
-// fence table comes from the migrations). Its crash points honour the
-// crash_after_commit fault. cleanup shuts it down.
-func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*Publisher, func(), error) {
+// fence table comes from the migrations) and the process's client mc. Its
+// crash points honour the crash_after_commit fault. cleanup shuts it
+// down.
+func NewPublisher(c *conf.Messaging, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*Publisher, func(), error) {
 	group := c.GetProducerGroup()
 	if group == "" {
 		group = eventv1.GroupPaymentProducer
@@ -60,7 +62,7 @@ func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.
 			}
 		}),
 		txmsg.WithProducerOptions(
-			append(ClientOptions(c), mqclient.WithLogger(l),
+			append(mq.On(mc), mqclient.WithLogger(l),
 				// A restarted instance answers check-backs of half messages
 				// its crashed predecessor left, before it sends anything.
 				mqclient.WithTopics(eventv1.TopicPaymentEvents),
@@ -79,7 +81,7 @@ func NewPublisher(c *conf.Messaging, d *Data, faults *fault.Set, reg prometheus.
 	// brokers of its topics at Start (so that it answers check-backs of
 	// half messages a crashed instance left) and does not retry a topic
 	// that was missing then.
-	if err := topics.Ensure(ctx, ClientOptions(c), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
+	if err := topics.Ensure(ctx, mq.On(mc), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
 		return nil, nil, err
 	}
 	if err := s.Start(ctx); err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +12,6 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/consume"
-	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 	"github.com/tidemq/tide/services/payment/internal/service"
@@ -40,13 +38,10 @@ type ConsumerServer struct {
 // NewConsumerServer subscribes the service to order cancellations
 // (service.PaymentService.OrderCancelledHandler: idempotent, then refunds
 // the order's payment, itself idempotent, then honours the
-// crash_after_effect fault before the acknowledgement).
-func NewConsumerServer(c *conf.Messaging, s *service.PaymentService, faults *fault.Set,
+// crash_after_effect fault before the acknowledgement), on the process's
+// client mc.
+func NewConsumerServer(c *conf.Messaging, mc *mqclient.Client, s *service.PaymentService, faults *fault.Set,
 	reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*ConsumerServer, error) {
-	ns := topics.SplitAddrs(c.GetNameServers())
-	if len(ns) == 0 {
-		return nil, errors.New("server: messaging.name_servers is empty")
-	}
 	group := c.GetConsumerGroup()
 	if group == "" {
 		group = eventv1.GroupPayment
@@ -60,7 +55,7 @@ func NewConsumerServer(c *conf.Messaging, s *service.PaymentService, faults *fau
 	if c.GetDuplicateDelivery() {
 		opts = append(opts, mqclient.WithMiddleware(middleware.Duplicate()))
 	}
-	base := topics.ClientOptions(c.GetNameServers(), c.GetAccessKey(), c.GetSecretKey())
+	base := []mqclient.Option{mqclient.WithClient(mc)}
 	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(base, mqclient.WithLogger(l))...), kratosmq.WithLogger(l))
 	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, eventv1.TagOrderCancelled, h, opts...); err != nil {
 		return nil, err

@@ -32,8 +32,12 @@ func TestCrashChild(t *testing.T) {
 	faults := fault.New(map[string]fault.Spec{fault.CrashAfterCommit: {Enabled: true}}, os.Exit, l)
 	reg := prometheus.NewRegistry()
 	mm, _ := metrics.New(reg)
-	pub, _, err := data.NewPublisher(&conf.Messaging{NameServers: os.Getenv("PAYMENT_CRASH_NS"), ProducerGroup: eventv1.GroupPaymentProducer},
-		d, faults, reg, mm, l)
+	m := &conf.Messaging{NameServers: os.Getenv("PAYMENT_CRASH_NS"), ProducerGroup: eventv1.GroupPaymentProducer}
+	mc, _, err := data.NewMQClient(m, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, err := data.NewPublisher(m, mc, d, faults, reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
 	}

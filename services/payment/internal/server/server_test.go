@@ -206,7 +206,12 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, pclean, err := data.NewPublisher(mc, d, s.faults, s.reg, mm, l)
+	mcl, mqclean, err := data.NewMQClient(mc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mqclean) // after the members' cleanups (LIFO)
+	pub, pclean, err := data.NewPublisher(mc, mcl, d, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +245,13 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 		t.Fatal(err)
 	}
 	s.rc = service.NewReconcileJobs(runner, biz.NewPaymentsJob(rcConf, s.uc, data.NewLedger(d), s.gw, orders),
-		data.NewBrokerJob(rcConf, mc), l)
+		data.NewBrokerJob(rcConf, mcl), l)
 
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, service.NewGatewayService(s.gw), s.rc, s.faults, s.reg,
 		api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(mc.GetNameServers()))), service.NewInput(log.DefaultLogger))
 	gs := NewGRPCServer(sc, s.svc, service.NewInput(log.DefaultLogger))
-	cs, err := NewConsumerServer(mc, s.svc, s.faults, s.reg, mm, l)
+	cs, err := NewConsumerServer(mc, mcl, s.svc, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
 	}
