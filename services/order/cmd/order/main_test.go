@@ -49,7 +49,8 @@ func TestAppFromConfigFile(t *testing.T) {
 	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
 		t.Fatalf("a fault is on by default: %v", f)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)))
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(),
+		log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

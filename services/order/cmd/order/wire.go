@@ -6,6 +6,8 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
@@ -18,6 +20,6 @@ import (
 )
 
 // wireApp init kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *conf.Cleanup, log.Logger) (*kratos.App, func(), error) {
+func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, newReadiness, newApp))
 }

@@ -14,40 +14,41 @@ import (
 	"github.com/tidemq/tide/services/order/internal/data"
 	"github.com/tidemq/tide/services/order/internal/server"
 	"github.com/tidemq/tide/services/order/internal/service"
+	"log/slog"
 )
 
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, inventory *conf.Inventory, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup2, err := data.NewData(confData, logger)
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, inventory *conf.Inventory, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err
 	}
-	orderRepo := data.NewOrderRepo(dataData, logger)
+	orderRepo := data.NewOrderRepo(dataData, slogLogger)
 	catalog, cleanup3, err := data.NewCatalog(inventory)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	client, cleanup4, err := data.NewMQClient(mq)
+	client, cleanup4, err := data.NewMQClient(mq, slogLogger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	set := data.NewFaults(fault)
+	set := data.NewFaults(fault, slogLogger)
 	registry := data.NewRegistry()
-	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, logger)
+	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, slogLogger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
-	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry)
+	eventPublisher := data.NewEventPublisher(dataData, sender, set, slogLogger)
+	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry, slogLogger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -56,12 +57,12 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		return nil, nil, err
 	}
 	cancelTimer := data.NewCancelTimer(scheduler)
-	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
+	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, slogLogger)
 	orderService := service.NewOrderService(orderUsecase)
 	input := service.NewInput(logger)
 	grpcServer := server.NewGRPCServer(confServer, orderService, input)
 	dedup := data.NewDedup(dataData)
-	eventService, err := service.NewEventService(orderUsecase, dedup, registry)
+	eventService, err := service.NewEventService(orderUsecase, dedup, registry, slogLogger)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -70,7 +71,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 		cleanup2()
 		return nil, nil, err
 	}
-	consumer, err := server.NewConsumer(client, eventService, set, registry)
+	consumer, err := server.NewConsumer(client, eventService, set, registry, slogLogger)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -81,8 +82,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *c
 	}
 	ready := newReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
-	sweeper := server.NewSweeper(order, eventService, logger)
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry)
+	sweeper := server.NewSweeper(order, eventService, slogLogger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
 	if err != nil {
 		cleanup6()
 		cleanup5()

@@ -4,11 +4,11 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -223,7 +223,7 @@ type OrderUsecase struct {
 	tx          Transaction
 	pub         EventPublisher
 	timer       CancelTimer
-	log         *log.Helper
+	log         *slog.Logger
 	cancelAfter time.Duration
 
 	now   func() time.Time
@@ -235,12 +235,12 @@ const DefaultCancelAfter = 15 * time.Minute
 
 // NewOrderUsecase returns the use case. catalog prices new orders. c may
 // be nil (defaults).
-func NewOrderUsecase(repo OrderRepo, catalog Catalog, tx Transaction, pub EventPublisher, timer CancelTimer, c *conf.Order, logger log.Logger) *OrderUsecase {
+func NewOrderUsecase(repo OrderRepo, catalog Catalog, tx Transaction, pub EventPublisher, timer CancelTimer, c *conf.Order, l *slog.Logger) *OrderUsecase {
 	after := DefaultCancelAfter
 	if d := c.GetCancelAfter(); d != nil && d.AsDuration() > 0 {
 		after = d.AsDuration()
 	}
-	return &OrderUsecase{repo: repo, catalog: catalog, tx: tx, pub: pub, timer: timer, log: log.NewHelper(logger), cancelAfter: after,
+	return &OrderUsecase{repo: repo, catalog: catalog, tx: tx, pub: pub, timer: timer, log: l.With("module", "order/biz"), cancelAfter: after,
 		now:   func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
 		newID: func() string { return uuid.Must(uuid.NewV7()).String() }}
 }
@@ -284,7 +284,7 @@ func (uc *OrderUsecase) Create(ctx context.Context, userID string, lines []Line)
 	})
 	if err != nil {
 		if rerr := uc.timer.Recall(ctx, handle); rerr != nil {
-			uc.log.WithContext(ctx).Warnf("recall timer of failed order %s: %v", o.ID, rerr)
+			uc.log.WarnContext(ctx, "recall timer of failed order", "order_id", o.ID, "err", rerr)
 		}
 		return nil, ErrUnavailable.WithCause(fmt.Errorf("create order: %w", err))
 	}
@@ -316,7 +316,7 @@ func (uc *OrderUsecase) price(ctx context.Context, lines []Line) ([]Item, error)
 	}
 	prices, err := uc.catalog.Prices(ctx, ids)
 	if err != nil {
-		uc.log.WithContext(ctx).Warnf("order refused: catalog unavailable: %v", err)
+		uc.log.WarnContext(ctx, "order refused: catalog unavailable", "err", err)
 		return nil, ErrInventoryUnavailable.WithCause(err)
 	}
 	items := make([]Item, len(lines))
@@ -593,7 +593,7 @@ func (uc *OrderUsecase) OnPaymentSucceeded(ctx context.Context, ev *eventv1.Paym
 	}
 	if o != nil && o.Status == StatusPaid && o.PaymentID == ev.GetPaymentId() && o.CancelTimer != "" {
 		if err := uc.timer.Recall(ctx, o.CancelTimer); err != nil {
-			uc.log.WithContext(ctx).Infof("recall cancellation timer of paid order %s: %v", o.ID, err)
+			uc.log.InfoContext(ctx, "recall cancellation timer of paid order", "order_id", o.ID, "err", err)
 		}
 	}
 	return nil

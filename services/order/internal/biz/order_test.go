@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	kerrors "github.com/go-kratos/kratos/v2/errors"
-	"github.com/go-kratos/kratos/v2/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -31,7 +31,7 @@ func newEnv(t *testing.T) *env {
 	e.pub = &publisher{tx: e.store}
 	e.catalog = &catalog{prices: map[string]int64{"p1": 150, "p2": 1000, "p-free": 0}}
 	e.uc = NewOrderUsecase(e.store, e.catalog, e.store, e.pub, e.timer,
-		&conf.Order{CancelAfter: durationpb.New(time.Minute)}, log.DefaultLogger)
+		&conf.Order{CancelAfter: durationpb.New(time.Minute)}, slog.Default())
 	e.uc.now = func() time.Time { return e.clock }
 	n := 0
 	e.uc.newID = func() string { n++; return fmt.Sprintf("o%d", n) }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,6 @@ func TestCleanupDeletesOldRows(t *testing.T) {
 	d := newTestData(t)
 	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, cleanup.DefaultRetention, cleanup.ErrInvalidOptions,
 		func(r *durationpb.Duration) (*cleanup.Service, error) {
-			return NewCleanup(&conf.Cleanup{Retention: r}, d, prometheus.NewRegistry())
+			return NewCleanup(&conf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
 		})
 }

@@ -9,9 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -37,13 +37,13 @@ func NewRegistry() *prometheus.Registry { return telemetry.NewRegistry() }
 type Data struct {
 	db  *gorm.DB
 	rdb *redis.Client
-	log *log.Helper
+	log *slog.Logger
 }
 
 // NewData opens the database (running the embedded migrations unless
 // conf disables them) and the Redis client. cleanup closes both.
-func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
-	h := log.NewHelper(log.With(logger, "module", "order/data"))
+func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
+	h := l.With("module", "order/data")
 	dbc := c.GetDatabase()
 	if d := dbc.GetDriver(); d != "" && d != "mysql" {
 		return nil, nil, fmt.Errorf("data: unsupported database driver %q (want mysql)", d)
@@ -84,10 +84,10 @@ func NewData(c *conf.Data, logger log.Logger) (*Data, func(), error) {
 	d := &Data{db: db, rdb: rdb, log: h}
 	cleanup := func() {
 		if err := rdb.Close(); err != nil {
-			h.Warnf("close redis: %v", err)
+			h.Warn("close redis", "err", err)
 		}
 		if err := sqlDB.Close(); err != nil {
-			h.Warnf("close database: %v", err)
+			h.Warn("close database", "err", err)
 		}
 	}
 	return d, cleanup, nil

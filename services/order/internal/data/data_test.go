@@ -3,10 +3,9 @@ package data
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/go-kratos/kratos/v2/log"
 
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/order/internal/biz"
@@ -22,7 +21,7 @@ func newTestData(t *testing.T) *Data {
 	d, cleanup, err := NewData(&conf.Data{
 		Database: &conf.Data_Database{Driver: "mysql", Source: db.DSN},
 		Redis:    &conf.Data_Redis{Addr: rdb.Addr()},
-	}, log.DefaultLogger)
+	}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +56,7 @@ func sampleOrder(id string, now time.Time) *biz.Order {
 
 func TestOrderRepo(t *testing.T) {
 	d := newTestData(t)
-	repo := NewOrderRepo(d, log.DefaultLogger)
+	repo := NewOrderRepo(d, slog.Default())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	o := sampleOrder("00000000-0000-0000-0000-000000000001", now)
@@ -135,7 +134,7 @@ func TestOrderRepo(t *testing.T) {
 
 func TestOrderRepoOverdue(t *testing.T) {
 	d := newTestData(t)
-	repo := NewOrderRepo(d, log.DefaultLogger)
+	repo := NewOrderRepo(d, slog.Default())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, tc := range []struct {
@@ -165,7 +164,7 @@ func TestOrderRepoOverdue(t *testing.T) {
 
 func TestDataInTxRollback(t *testing.T) {
 	d := newTestData(t)
-	repo := NewOrderRepo(d, log.DefaultLogger)
+	repo := NewOrderRepo(d, slog.Default())
 	ctx := context.Background()
 	boom := errors.New("boom")
 	err := d.InTx(ctx, func(ctx context.Context) error {

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -54,12 +54,12 @@ func (timelineRow) TableName() string { return "order_timeline" }
 
 type orderRepo struct {
 	data *Data
-	log  *log.Helper
+	log  *slog.Logger
 }
 
 // NewOrderRepo returns the gorm implementation of biz.OrderRepo.
-func NewOrderRepo(data *Data, logger log.Logger) biz.OrderRepo {
-	return &orderRepo{data: data, log: log.NewHelper(log.With(logger, "module", "order/data"))}
+func NewOrderRepo(data *Data, l *slog.Logger) biz.OrderRepo {
+	return &orderRepo{data: data, log: l.With("module", "order/data")}
 }
 
 func toRow(o *biz.Order) (*orderRow, error) {

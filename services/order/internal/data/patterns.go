@@ -21,7 +21,7 @@ func NewDedup(d *Data) consume.Dedup { return consume.TxDedup{Redis: d.rdb} }
 // tide_tx_fence and mq_dedup rows (kit/cleanup; retention, interval and
 // why the retention has a floor are in conf.Cleanup). Its counter
 // tide_cleanup_deleted_rows_total{table} goes to reg.
-func NewCleanup(c *conf.Cleanup, d *Data, reg prometheus.Registerer) (*cleanup.Service, error) {
+func NewCleanup(c *conf.Cleanup, d *Data, reg prometheus.Registerer, l *slog.Logger) (*cleanup.Service, error) {
 	return cleanup.NewService(d.db, "order-cleanup", c, cleanup.Options{FenceTable: txmsg.DefaultTable,
-		DedupTable: idempotent.DefaultTable, Logger: slog.Default().With("module", "order/cleanup"), Registerer: reg})
+		DedupTable: idempotent.DefaultTable, Logger: l.With("module", "order/cleanup"), Registerer: reg})
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -35,8 +34,8 @@ const (
 
 // NewFaults returns the service's fault switches, with those the config
 // enables armed for every shot.
-func NewFaults(c *conf.Fault) *fault.Set {
-	s := fault.New(c.GetAdmin(), slog.Default().With("module", "order/fault"),
+func NewFaults(c *conf.Fault, l *slog.Logger) *fault.Set {
+	s := fault.New(c.GetAdmin(), l.With("module", "order/fault"),
 		FaultCrashAfterCommit, FaultCrashAfterEffect, FaultDeliverTwice)
 	for name, on := range map[string]bool{FaultCrashAfterCommit: c.GetCrashAfterCommit(),
 		FaultCrashAfterEffect: c.GetCrashAfterEffect(), FaultDeliverTwice: c.GetDeliverTwice()} {
@@ -53,8 +52,8 @@ func NewFaults(c *conf.Fault) *fault.Set {
 // a client id that stays the same across restarts. The sender, the timer
 // scheduler's admin and the consumers all run on it. cleanup releases it
 // after they shut down.
-func NewMQClient(c *conf.MQ) (*mqclient.Client, func(), error) {
-	return mq.NewClient(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey(), slog.Default().With("module", "order/mq"))
+func NewMQClient(c *conf.MQ, l *slog.Logger) (*mqclient.Client, func(), error) {
+	return mq.NewClient(c.GetNamesrvAddr(), c.GetAccessKey(), c.GetSecretKey(), l.With("module", "order/mq"))
 }
 
 // NewSender creates the order topics if missing and starts the
@@ -63,7 +62,7 @@ func NewMQClient(c *conf.MQ) (*mqclient.Client, func(), error) {
 // transaction writes the order change and the fence row; check-backs read
 // the fence (tide_tx_fence). Its after-commit crash point is the
 // crash_after_commit fault. cleanup shuts it down.
-func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, logger log.Logger) (*txmsg.Sender, func(), error) {
+func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, l *slog.Logger) (*txmsg.Sender, func(), error) {
 	group := c.GetProducerGroup()
 	if group == "" {
 		group = eventv1.GroupOrderProducer
@@ -71,7 +70,7 @@ func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg 
 	base := mq.On(mc)
 	popts := append(mq.On(mc),
 		mqclient.WithTopics(eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer),
-		mqclient.WithLogger(slog.Default().With("module", "order/mq")),
+		mqclient.WithLogger(l.With("module", "order/mq")),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
 	)
 	if t := c.GetSendTimeout(); t != nil && t.AsDuration() > 0 {
@@ -83,7 +82,7 @@ func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg 
 		return nil, nil, fmt.Errorf("data: %w", err)
 	}
 	s, err := txmsg.New(d.db, txmsg.WithGroup(group), txmsg.WithProducerOptions(popts...), txmsg.WithRegisterer(reg),
-		txmsg.WithLogger(slog.Default().With("module", "order/txmsg")),
+		txmsg.WithLogger(l.With("module", "order/txmsg")),
 		txmsg.WithHook(func(point string) {
 			if point == "after-commit" {
 				faults.Crash(FaultCrashAfterCommit, "point", "after local commit, before END_TRANSACTION")
@@ -95,12 +94,11 @@ func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg 
 	if err := s.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("data: start sender: %w", err)
 	}
-	h := log.NewHelper(logger)
 	return s, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
-			h.Warnf("shutdown sender: %v", err)
+			l.Warn("shutdown sender", "err", err)
 		}
 	}, nil
 }
@@ -109,7 +107,7 @@ type eventPublisher struct {
 	data   *Data
 	s      *txmsg.Sender
 	faults *fault.Set
-	log    *log.Helper
+	log    *slog.Logger
 }
 
 // NewEventPublisher returns the biz.EventPublisher: each event is a
@@ -118,8 +116,8 @@ type eventPublisher struct {
 // ordering key and the order's event sequence as version, so consumers
 // apply an order's events in sequence with an ordered.Guard. Its
 // transaction key is "order/<id>/<seq>": one per event.
-func NewEventPublisher(d *Data, s *txmsg.Sender, faults *fault.Set, logger log.Logger) biz.EventPublisher {
-	return &eventPublisher{data: d, s: s, faults: faults, log: log.NewHelper(log.With(logger, "module", "order/publisher"))}
+func NewEventPublisher(d *Data, s *txmsg.Sender, faults *fault.Set, l *slog.Logger) biz.EventPublisher {
+	return &eventPublisher{data: d, s: s, faults: faults, log: l.With("module", "order/publisher")}
 }
 
 // tracerScope names the tracer of the publisher's producer spans.
@@ -151,7 +149,7 @@ func (e *eventPublisher) PublishInTx(ctx context.Context, ev biz.Event, fn func(
 		return err
 	}
 	span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
-	e.log.WithContext(ctx).Infow("msg", "order event committed", "topic", msg.Topic, "tag", msg.Tag,
+	e.log.InfoContext(ctx, "order event committed", "topic", msg.Topic, "tag", msg.Tag,
 		"order_id", ev.OrderID, "seq", ev.Seq, "msg_id", res.MsgID)
 	if e.faults.Fire(FaultDeliverTwice) {
 		// A real second delivery: a new message (new msg id) with the same
@@ -159,9 +157,9 @@ func (e *eventPublisher) PublishInTx(ctx context.Context, ev biz.Event, fn func(
 		dup := *msg
 		res2, err := e.s.Producer().Send(ctx, &dup)
 		if err != nil {
-			e.log.WithContext(ctx).Warnw("msg", "deliver_twice: second send failed", "order_id", ev.OrderID, "err", err)
+			e.log.WarnContext(ctx, "deliver_twice: second send failed", "order_id", ev.OrderID, "err", err)
 		} else {
-			e.log.WithContext(ctx).Warnw("msg", "deliver_twice: event sent again", "order_id", ev.OrderID, "seq", ev.Seq,
+			e.log.WarnContext(ctx, "deliver_twice: event sent again", "order_id", ev.OrderID, "seq", ev.Seq,
 				"msg_id", res2.MsgID)
 		}
 	}

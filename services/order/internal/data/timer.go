@@ -19,7 +19,7 @@ import (
 // NewScheduler returns the delay.Scheduler of cancellation timers, on the
 // sender's producer and an admin client (for recalls) on the process's
 // client mc. cleanup closes both.
-func NewScheduler(mc *mqclient.Client, s *txmsg.Sender, reg prometheus.Registerer) (*delay.Scheduler, func(), error) {
+func NewScheduler(mc *mqclient.Client, s *txmsg.Sender, reg prometheus.Registerer, l *slog.Logger) (*delay.Scheduler, func(), error) {
 	a, err := mqclient.NewAdmin(mqclient.WithClient(mc))
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: admin: %w", err)
@@ -29,7 +29,7 @@ func NewScheduler(mc *mqclient.Client, s *txmsg.Sender, reg prometheus.Registere
 	if err := a.Start(ctx); err != nil {
 		return nil, nil, fmt.Errorf("data: start admin: %w", err)
 	}
-	sch, err := delay.New(s.Producer(), a, delay.WithRegisterer(reg), delay.WithLogger(slog.Default().With("module", "order/delay")))
+	sch, err := delay.New(s.Producer(), a, delay.WithRegisterer(reg), delay.WithLogger(l.With("module", "order/delay")))
 	if err != nil {
 		a.Shutdown(ctx)
 		return nil, nil, fmt.Errorf("data: scheduler: %w", err)

@@ -37,8 +37,8 @@ type Consumer struct {
 
 // NewConsumer subscribes the handlers of events (service.EventService),
 // on the process's client mc; it connects on Start.
-func NewConsumer(mc *mqclient.Client, events *service.EventService, faults *fault.Set, reg prometheus.Registerer) (*Consumer, error) {
-	sl := slog.Default().With("module", "order/consumer")
+func NewConsumer(mc *mqclient.Client, events *service.EventService, faults *fault.Set, reg prometheus.Registerer, l *slog.Logger) (*Consumer, error) {
+	sl := l.With("module", "order/consumer")
 	base := []mqclient.Option{mqclient.WithClient(mc)}
 	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(base,
 		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))

@@ -106,32 +106,33 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	if os.Getenv("TIDE_TEST_LOG") == "" {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
+	sl := slog.Default()
 	ns := nameservertest.Start(t)
 	brokertest.Start(t, ns, cfg.acl.BrokerOptions()...)
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
 
 	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Driver: "mysql", Source: db.DSN},
-		Redis: &conf.Data_Redis{Addr: rdb.Addr()}}, logger)
+		Redis: &conf.Data_Redis{Addr: rdb.Addr()}}, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
 	mq := &conf.MQ{NamesrvAddr: ns, AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
 	reg := data.NewRegistry()
-	faults := data.NewFaults(&conf.Fault{Admin: true})
+	faults := data.NewFaults(&conf.Fault{Admin: true}, sl)
 	faults.SetExit(func(int) {}) // crash faults are tested in the fault package
-	mc, cleanupMQ, err := data.NewMQClient(mq)
+	mc, cleanupMQ, err := data.NewMQClient(mq, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanupMQ) // after the members' cleanups (LIFO)
-	sender, cleanup2, err := data.NewSender(mq, mc, d, faults, reg, logger)
+	sender, cleanup2, err := data.NewSender(mq, mc, d, faults, reg, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup2)
-	sch, cleanup3, err := data.NewScheduler(mc, sender, reg)
+	sch, cleanup3, err := data.NewScheduler(mc, sender, reg, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,21 +152,21 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	}
 	t.Cleanup(cleanup4)
 	oc := &conf.Order{CancelAfter: durationpb.New(cancelAfter), SweepInterval: durationpb.New(time.Second)}
-	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, logger), catalog, d, data.NewEventPublisher(d, sender, faults, logger),
-		data.NewCancelTimer(sch), oc, logger)
+	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, sl), catalog, d, data.NewEventPublisher(d, sender, faults, sl),
+		data.NewCancelTimer(sch), oc, sl)
 	svc := service.NewOrderService(uc)
 	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
-	events, err := service.NewEventService(uc, data.NewDedup(d), reg)
+	events, err := service.NewEventService(uc, data.NewDedup(d), reg, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := NewConsumer(mc, events, faults, reg)
+	cons, err := NewConsumer(mc, events, faults, reg, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(logger), api.AllReady(d.Ready, api.Started("consumers", cons.Running)), faults, reg)
 	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
-	sw := NewSweeper(oc, events, logger)
+	sw := NewSweeper(oc, events, sl)
 
 	// Endpoint binds the listeners: resolve them before Start runs on
 	// other goroutines (Kratos servers are not safe to bind concurrently).

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
+	"log/slog"
 
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -19,8 +19,8 @@ import (
 type Sweeper struct{ *kratosmq.Task }
 
 // NewSweeper returns the sweeper.
-func NewSweeper(c *conf.Order, events *service.EventService, logger log.Logger) *Sweeper {
-	h := log.NewHelper(log.With(logger, "module", "order/sweeper"))
+func NewSweeper(c *conf.Order, events *service.EventService, l *slog.Logger) *Sweeper {
+	h := l.With("module", "order/sweeper")
 	interval := c.GetSweepInterval().AsDuration()
 	return &Sweeper{kratosmq.Loop("order-sweeper", func(ctx context.Context) error {
 		if interval <= 0 {
@@ -37,10 +37,10 @@ func NewSweeper(c *conf.Order, events *service.EventService, logger log.Logger) 
 			}
 			n, err := events.SweepOverdue(ctx, 100)
 			if err != nil && ctx.Err() == nil {
-				h.Warnf("sweep: %v", err)
+				h.Warn("sweep", "err", err)
 			}
 			if n > 0 {
-				h.Infof("sweep cancelled %d overdue orders", n)
+				h.Info("sweep cancelled overdue orders", "count", n)
 			}
 		}
 	})}

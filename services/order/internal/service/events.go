@@ -37,8 +37,8 @@ type EventService struct {
 // idempotent (EventsHandler). Their metrics (the timers'
 // tide_order_timer_fired_total and tide_order_timer_lateness_seconds,
 // the dedup's) go to reg.
-func NewEventService(uc *biz.OrderUsecase, dedup consume.Dedup, reg prometheus.Registerer) (*EventService, error) {
-	s := &EventService{uc: uc, dedup: dedup, reg: reg, log: slog.Default().With("module", "order/consumer"),
+func NewEventService(uc *biz.OrderUsecase, dedup consume.Dedup, reg prometheus.Registerer, l *slog.Logger) (*EventService, error) {
+	s := &EventService{uc: uc, dedup: dedup, reg: reg, log: l.With("module", "order/consumer"),
 		timerFired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tide_order_timer_fired_total",
 			Help: "Cancellation timers delivered, by result (handled, early, error)."}, []string{"result"}),
 		timerLateness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tide_order_timer_lateness_seconds",
