@@ -10,4 +10,4 @@ set datafile missing "0"
 set grid ytics
 set key outside right top
 set xtics ("(a) sync send" 0, "(b) async x64" 1, "(c) batched" 2, "(d) consume backlog" 3)
-plot for [i=2:7] "chart.dat" using i title columnheader(i)
+plot for [i=2:9] "chart.dat" using i title columnheader(i)
