@@ -50,6 +50,9 @@ var aclRules = map[int16]accessRule{
 	})},
 	protocol.GetConsumerListByGroup:    {resources: groupHeader},
 	protocol.GetConsumerConnectionList: {resources: groupHeader},
+	// A producer group carries no permission of its own (see HeartBeat), so
+	// the client ids and addresses of its members are an operator's view.
+	protocol.GetProducerConnectionList: {admin: true},
 	protocol.QueryConsumerOffset: {resources: header(func(h *protocol.QueryConsumerOffsetRequestHeader) []acl.Resource {
 		return []acl.Resource{acl.Group(h.ConsumerGroup, acl.Sub), acl.Topic(h.Topic, acl.Sub)}
 	})},

@@ -442,6 +442,7 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.GetTopicStatsInfo, b.instrument(b.handleTopicStats))
 	s.HandleFunc(protocol.GetConsumeStats, b.instrument(b.handleConsumeStats))
 	s.HandleFunc(protocol.GetConsumerConnectionList, b.instrument(b.handleConsumerConnections))
+	s.HandleFunc(protocol.GetProducerConnectionList, b.instrument(b.handleProducerConnections))
 	s.HandleFunc(protocol.QueryTopicConsumeByWho, b.instrument(b.handleTopicConsumedBy))
 	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata)) // slave to master: not a client extension
 	s.HandleFunc(protocol.GetBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/tidemq/tide/pkg/remoting"
@@ -125,6 +126,32 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, c *remoting.Conn
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = cc.Encode()
+	return resp
+}
+
+// handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST: the live
+// members of a producer group, most recently heard from first. As in
+// Apache RocketMQ, a group with no live member is SYSTEM_ERROR "the
+// producer group[...] not exist".
+func (b *Broker) handleProducerConnections(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	var h protocol.ProducerGroupHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return b.errorResponse(c, req, protocol.SystemError, "bad header: %v", err)
+	}
+	members := b.clients.ProducerChannels(h.ProducerGroup)
+	if len(members) == 0 {
+		return protocol.NewResponse(req, protocol.SystemError, fmt.Sprintf("the producer group[%s] not exist", h.ProducerGroup))
+	}
+	var pc protocol.ProducerConnection
+	for _, m := range members {
+		addr := ""
+		if conn, ok := m.Channel.(*remoting.Conn); ok {
+			addr = conn.RemoteAddr().String()
+		}
+		pc.ConnectionSet = append(pc.ConnectionSet, protocol.Connection{ClientID: m.ClientID, ClientAddr: addr, Language: m.Language, Version: m.Version})
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = pc.Encode()
 	return resp
 }
 

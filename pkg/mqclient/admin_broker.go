@@ -3,6 +3,7 @@ package mqclient
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -168,6 +169,27 @@ func (a *Admin) ConsumerConnections(ctx context.Context, addr, group string) (*p
 		return nil, err
 	}
 	return protocol.DecodeConsumerConnection(resp.Body)
+}
+
+// ProducerConnections returns the live members of a producer group as the
+// broker at addr knows them (GET_PRODUCER_CONNECTION_LIST), most recently
+// heard from first on a Tide broker. A group with no member there is
+// (nil, nil): the broker's SYSTEM_ERROR "the producer group[...] not
+// exist", as Apache RocketMQ answers it. The request needs an admin
+// account on a broker with ACL.
+func (a *Admin) ProducerConnections(ctx context.Context, addr, group string) (*protocol.ProducerConnection, error) {
+	h := protocol.ProducerGroupHeader{ProducerGroup: group}
+	resp, err := a.c.invoke(ctx, addr, protocol.NewRequest(protocol.GetProducerConnectionList, h.Encode(), nil), a.s.requestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code == protocol.SystemError && strings.HasSuffix(resp.Remark, "] not exist") {
+		return nil, nil
+	}
+	if err := resp.Err(); err != nil {
+		return nil, err
+	}
+	return protocol.DecodeProducerConnection(resp.Body)
 }
 
 // TopicStats returns the min and max offsets of topic's queues on the

@@ -122,6 +122,32 @@ func Connections(ctx context.Context, a *mqclient.Admin, masters []Broker, group
 	return gc, online, nil
 }
 
+// ProducerConnections asks every broker of masters for producer group's
+// live members (GET_PRODUCER_CONNECTION_LIST) and merges them: each client
+// once, sorted by client id. online is false when no broker knows one.
+func ProducerConnections(ctx context.Context, a *mqclient.Admin, masters []Broker, group string) (conns []protocol.Connection, online bool, err error) {
+	conns = []protocol.Connection{}
+	seen := map[string]bool{}
+	for _, b := range masters {
+		pc, err := a.ProducerConnections(ctx, b.Addr, group)
+		if err != nil {
+			return nil, false, fmt.Errorf("producers of %s on %s: %w", group, b.BrokerName, err)
+		}
+		if pc == nil {
+			continue
+		}
+		online = true
+		for _, c := range pc.ConnectionSet {
+			if !seen[c.ClientID] {
+				seen[c.ClientID] = true
+				conns = append(conns, c)
+			}
+		}
+	}
+	sort.Slice(conns, func(i, j int) bool { return conns[i].ClientID < conns[j].ClientID })
+	return conns, online, nil
+}
+
 // FindByID looks id up as an offset message id (any topic), then as a
 // unique (client) message id of topic (none found: an empty list). A message found by offset id
 // without a broker name gets the name of the broker at its store host.

@@ -47,6 +47,25 @@ type ProducerConnection struct {
 	ConnectionSet []Connection `json:"connectionSet"`
 }
 
+// Encode returns the body as JSON; an empty set is [] (never null), as
+// Java's HashSet serialises.
+func (p *ProducerConnection) Encode() []byte {
+	cp := *p
+	if cp.ConnectionSet == nil {
+		cp.ConnectionSet = []Connection{}
+	}
+	return mustMarshal(cp)
+}
+
+// DecodeProducerConnection parses a producer connection body.
+func DecodeProducerConnection(data []byte) (*ProducerConnection, error) {
+	var p ProducerConnection
+	if err := decodeBody("producer connection", data, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // GroupList is a list of group names (QUERY_TOPIC_CONSUME_BY_WHO, 300).
 type GroupList struct {
 	GroupList []string `json:"groupList"`

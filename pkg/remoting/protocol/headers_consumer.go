@@ -33,6 +33,17 @@ type (
 	NotifyConsumerIDsChangedRequestHeader = ConsumerGroupHeader
 )
 
+// ProducerGroupHeader carries only a producer group (required): the
+// request of GET_PRODUCER_CONNECTION_LIST (204).
+//
+//rmq:codec
+type ProducerGroupHeader struct {
+	ProducerGroup string `rmq:"producerGroup,required"`
+}
+
+// GetProducerConnectionListRequestHeader is ProducerGroupHeader's Java name.
+type GetProducerConnectionListRequestHeader = ProducerGroupHeader
+
 // UnregisterClientRequestHeader is UNREGISTER_CLIENT (35). Required:
 // clientID (capital ID). Empty groups are omitted.
 //

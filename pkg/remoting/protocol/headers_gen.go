@@ -639,6 +639,20 @@ func (h *ConsumerGroupHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements Header.
+func (h *ProducerGroupHeader) Encode() map[string]string {
+	m := make(map[string]string, 1)
+	m["producerGroup"] = h.ProducerGroup
+	return m
+}
+
+// Decode implements Header.
+func (h *ProducerGroupHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.ProducerGroup = r.str("producerGroup", true)
+	return r.err
+}
+
+// Encode implements Header.
 func (h *UnregisterClientRequestHeader) Encode() map[string]string {
 	m := make(map[string]string, 3)
 	m["clientID"] = h.ClientID

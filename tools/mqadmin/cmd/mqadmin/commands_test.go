@@ -219,6 +219,33 @@ func TestConsumerCommands(t *testing.T) {
 		t.Fatalf("consumerConnection table:\n%s", out)
 	}
 	h.fails(t, 1, "stop them first", "resetOffsetByTime", "-g", "g-online", "-t", "jobs", "-s", "0")
+
+	// A producer group: producerConnection lists its one client once it
+	// has heartbeated to the broker; an unknown group is not online.
+	p, err := mqclient.NewProducer(mqclient.WithProducerGroup("p-online"), mqclient.WithNameServers(h.ns), mqclient.WithHeartbeatInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdown(p) })
+	if _, err := p.Send(ctx, &mqclient.Message{Topic: "jobs", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var prv producerView
+	waitFor(t, "producer online", func() bool {
+		r := h.mqadmin(t, "producerConnection", "-g", "p-online", "--json")
+		return r.code == 0 && fromJSON(r.stdout, &prv) == nil && len(prv.Connections) == 1
+	})
+	if prv.Group != "p-online" || prv.Connections[0].ClientID != p.ClientID() || prv.Connections[0].Language != "GO" || prv.Connections[0].ClientAddr == "" {
+		t.Fatalf("producerConnection: %+v, want the producer %s", prv, p.ClientID())
+	}
+	if out := h.ok(t, "producerConnection", "-g", "p-online"); !strings.Contains(out, "#ClientId") || !strings.Contains(out, p.ClientID()) {
+		t.Fatalf("producerConnection table:\n%s", out)
+	}
+	h.fails(t, 1, "producer group not online", "producerConnection", "-g", "p-nobody")
+	h.fails(t, 2, "-g group", "producerConnection")
 	h.fails(t, 1, "has no offsets or subscriptions", "consumerProgress", "-g", "nobody")
 }
 

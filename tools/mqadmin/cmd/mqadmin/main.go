@@ -60,6 +60,7 @@ func commands() []command {
 		{"deleteTopic", "topic", "delete a topic from brokers and NameServers", runDeleteTopic},
 		{"consumerProgress", "consumer", "a group's committed offset and lag per queue", runConsumerProgress},
 		{"consumerConnection", "consumer", "a group's online clients and subscriptions", runConsumerConnection},
+		{"producerConnection", "producer", "a producer group's online clients", runProducerConnection},
 		{"resetOffsetByTime", "consumer", "move a group's offsets to a point in time (consumers stopped)", runResetOffsetByTime},
 		{"queryMsgById", "message", "show a message by offset message id (or unique id with -t)", runQueryMsgByID},
 		{"queryMsgByKey", "message", "find messages by key", runQueryMsgByKey},
