@@ -93,8 +93,7 @@ func (b *Broker) signInner(req *protocol.Command) {
 	if c.AccessKey == "" {
 		return
 	}
-	req.SetExt(acl.FieldAccessKey, c.AccessKey)
-	req.SetExt(acl.FieldSignature, acl.Sign(req.ExtFields, req.Body, c.SecretKey))
+	req.Sign(c.AccessKey, c.SecretKey, "")
 }
 
 // tlsMode is the server ports' TLS mode: TLSMode, else enforcing with

@@ -177,7 +177,11 @@ func (c *Controller) startServer(ctx context.Context) error {
 		cfg = nil
 	}
 	c.server = remoting.NewServer(remoting.ServerOptions{Logger: c.log, TLSConfig: cfg, TLSMode: mode})
-	c.client = remoting.NewClient(remoting.ClientOptions{Logger: c.log, TLSConfig: c.opts.ClientTLSConfig})
+	co := remoting.ClientOptions{Logger: c.log, TLSConfig: c.opts.ClientTLSConfig}
+	if cr := c.opts.BrokerCredentials; cr.AccessKey != "" {
+		co.RequestHook = func(req *protocol.Command) { req.Sign(cr.AccessKey, cr.SecretKey, "") }
+	}
+	c.client = remoting.NewClient(co)
 	c.registerHandlers()
 	c.wg.Add(1)
 	go func() {
@@ -338,6 +342,7 @@ func (c *Controller) notifyRoleChanged(g *Group) {
 			defer cancel()
 			req := protocol.NewRequest(protocol.NotifyBrokerRoleChanged, h.Encode(), body)
 			resp, err := c.client.Invoke(ctx, addr, req)
+			c.metrics.notified(resp, err)
 			if err == nil {
 				err = resp.Err()
 			}

@@ -23,6 +23,7 @@ type metrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec
 	elections *prometheus.CounterVec
+	notifies  *prometheus.CounterVec
 	isLeader  prometheus.Gauge
 }
 
@@ -47,16 +48,28 @@ func newMetrics(c *Controller) *metrics {
 		elections: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "controller",
 			Name: "elections_total", Help: "Elections applied by this node as leader, by trigger (broker, admin, controller) and outcome (elected, no_master, refused)."},
 			[]string{"trigger", "outcome"}),
+		notifies: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tide", Subsystem: "controller",
+			Name: "role_notifications_total", Help: "NOTIFY_BROKER_ROLE_CHANGED sent to brokers, by the broker's response code (TRANSPORT_ERROR: no answer)."},
+			[]string{"response"}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tide", Subsystem: "controller",
 			Name: "is_leader", Help: "1 while this node is the Raft leader."}),
 	}
-	m.reg.MustRegister(m.requests, m.elections, m.isLeader, &collector{c: c},
+	m.reg.MustRegister(m.requests, m.elections, m.notifies, m.isLeader, &collector{c: c},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *metrics) election(trigger, outcome string) {
 	m.elections.WithLabelValues(trigger, outcome).Inc()
+}
+
+// notified counts one role notification by the broker's answer.
+func (m *metrics) notified(resp *protocol.Command, err error) {
+	outcome := "TRANSPORT_ERROR"
+	if err == nil {
+		outcome = protocol.CodeName(resp.Code)
+	}
+	m.notifies.WithLabelValues(outcome).Inc()
 }
 
 func (m *metrics) leader(is bool) {

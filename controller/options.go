@@ -96,6 +96,13 @@ type Options struct {
 	// TLSConfig serves TLS clients a self-signed certificate made at
 	// Start; enforcing needs a TLSConfig.
 	TLSMode remoting.TLSMode
+	// BrokerCredentials, if AccessKey is set, sign the node's requests to
+	// brokers (NOTIFY_BROKER_ROLE_CHANGED) as RocketMQ's plain ACL
+	// expects, so a broker with aclEnable takes them from an admin account
+	// instead of refusing them (it then learns a new master only from its
+	// own polling). Give the brokers' innerClientAuthenticationCredentials
+	// account, or any admin account of their plain_acl.yml.
+	BrokerCredentials Credentials
 	// ClientTLSConfig, if set, makes the node's outgoing remoting
 	// connections (NOTIFY_BROKER_ROLE_CHANGED to brokers) speak TLS.
 	ClientTLSConfig *tls.Config
@@ -105,6 +112,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of broker liveness; nil means time.Now.
 	Now func() time.Time
+}
+
+// Credentials are a plain-ACL account: the accessKey/secretKey pair of
+// plain_acl.yml.
+type Credentials struct {
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
 }
 
 // DefaultOptions returns the defaults (RocketMQ's where it has them).
@@ -144,6 +158,8 @@ func (o Options) Validate() error {
 		return bad("TLS mode %q: want disabled, permissive or enforcing", o.TLSMode)
 	case o.TLSMode == remoting.TLSEnforcing && o.TLSConfig == nil:
 		return bad("TLS mode enforcing needs a certificate (TLSConfig)")
+	case (o.BrokerCredentials.AccessKey == "") != (o.BrokerCredentials.SecretKey == ""):
+		return bad("broker credentials need both an access key and a secret key")
 	}
 	ids, raftAddrs := map[string]bool{}, map[string]bool{}
 	self := false

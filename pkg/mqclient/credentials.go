@@ -1,11 +1,7 @@
 package mqclient
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"crypto/tls"
-	"encoding/base64"
-	"sort"
 
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -42,20 +38,5 @@ func (s settings) remotingOptions() remoting.ClientOptions {
 
 // sign adds the ACL fields to req (a copy the transport owns).
 func (c Credentials) sign(req *protocol.Command) {
-	req.SetExt("AccessKey", c.AccessKey)
-	if c.SecurityToken != "" {
-		req.SetExt("SecurityToken", c.SecurityToken)
-	}
-	delete(req.ExtFields, "Signature")
-	keys := make([]string, 0, len(req.ExtFields))
-	for k := range req.ExtFields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := hmac.New(sha1.New, []byte(c.SecretKey))
-	for _, k := range keys {
-		h.Write([]byte(req.ExtFields[k]))
-	}
-	h.Write(req.Body)
-	req.SetExt("Signature", base64.StdEncoding.EncodeToString(h.Sum(nil)))
+	req.Sign(c.AccessKey, c.SecretKey, c.SecurityToken)
 }

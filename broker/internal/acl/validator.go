@@ -2,13 +2,13 @@ package acl
 
 import (
 	"crypto/hmac"
-	"crypto/sha1"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
+
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // Ext field names of RocketMQ's ACL (SessionCredentials).
@@ -178,19 +178,7 @@ func verify(r Request, secret []byte) bool {
 }
 
 func mac(ext map[string]string, body, secret []byte, skip string) []byte {
-	keys := make([]string, 0, len(ext))
-	for k := range ext {
-		if k != FieldSignature && k != uniqueKeyQuery && k != skip {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	h := hmac.New(sha1.New, secret)
-	for _, k := range keys {
-		h.Write([]byte(ext[k]))
-	}
-	h.Write(body)
-	return h.Sum(nil)
+	return protocol.SignatureMAC(ext, body, secret, uniqueKeyQuery, skip)
 }
 
 // Sign returns the Signature value for ext (which must already hold the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -28,6 +29,7 @@ type config struct {
 	heartbeatTimeout         string // ms
 	enableElectUncleanMaster string
 	notifyBrokerRoleChanged  string
+	brokerCredentials        string // innerClientAuthenticationCredentials: {"accessKey":..,"secretKey":..}
 	// TLS, with the broker's key names and meaning.
 	tlsMode       string
 	tlsEnable     string
@@ -55,13 +57,16 @@ var keys = map[string]func(c *config) *string{
 	"brokerHeartbeatTimeoutMills": func(c *config) *string { return &c.heartbeatTimeout },
 	"enableElectUncleanMaster":    func(c *config) *string { return &c.enableElectUncleanMaster },
 	"notifyBrokerRoleChanged":     func(c *config) *string { return &c.notifyBrokerRoleChanged },
-	"tlsMode":                     func(c *config) *string { return &c.tlsMode },
-	"tls.server.mode":             func(c *config) *string { return &c.tlsMode },
-	"tlsEnable":                   func(c *config) *string { return &c.tlsEnable },
-	"tlsCertPath":                 func(c *config) *string { return &c.tlsCertPath },
-	"tlsKeyPath":                  func(c *config) *string { return &c.tlsKeyPath },
-	"tlsCAPath":                   func(c *config) *string { return &c.tlsCAPath },
-	"tlsClientAuth":               func(c *config) *string { return &c.tlsClientAuth },
+	// The broker's key name for its own signing account (RocketMQ 5):
+	// the controller signs its requests to brokers with it.
+	"innerClientAuthenticationCredentials": func(c *config) *string { return &c.brokerCredentials },
+	"tlsMode":                              func(c *config) *string { return &c.tlsMode },
+	"tls.server.mode":                      func(c *config) *string { return &c.tlsMode },
+	"tlsEnable":                            func(c *config) *string { return &c.tlsEnable },
+	"tlsCertPath":                          func(c *config) *string { return &c.tlsCertPath },
+	"tlsKeyPath":                           func(c *config) *string { return &c.tlsKeyPath },
+	"tlsCAPath":                            func(c *config) *string { return &c.tlsCAPath },
+	"tlsClientAuth":                        func(c *config) *string { return &c.tlsClientAuth },
 }
 
 func defaultConfig() config {
@@ -117,6 +122,11 @@ func (c *config) options(logger *slog.Logger) (controller.Options, error) {
 	}
 	if o.NotifyBrokerRoleChanged, err = strconv.ParseBool(c.notifyBrokerRoleChanged); err != nil {
 		return o, fmt.Errorf("bad notifyBrokerRoleChanged %q: want true or false", c.notifyBrokerRoleChanged)
+	}
+	if strings.TrimSpace(c.brokerCredentials) != "" {
+		if err := json.Unmarshal([]byte(c.brokerCredentials), &o.BrokerCredentials); err != nil || o.BrokerCredentials.AccessKey == "" || o.BrokerCredentials.SecretKey == "" {
+			return o, fmt.Errorf(`bad innerClientAuthenticationCredentials: want {"accessKey":"...","secretKey":"..."}`)
+		}
 	}
 	if err := c.tls(&o); err != nil {
 		return o, err
