@@ -56,6 +56,12 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	if !protocol.PermWritable(tc.Perm) {
 		return b.errorResponse(c, req, protocol.NoPermission, "the topic[%s] sending message is forbidden", h.Topic)
 	}
+	// The same name, held by the topic table rather than sliced from this
+	// request's header: per-topic and per-queue state keyed by it (metrics
+	// labels, idempotent-producer windows) then keeps no header alive.
+	if tc.TopicName == h.Topic {
+		h.Topic = tc.TopicName
+	}
 	qid := h.QueueID
 	maxQ := max(tc.WriteQueueNums, tc.ReadQueueNums)
 	if qid < 0 {

@@ -5,9 +5,11 @@
 package jsonfile
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,6 +25,16 @@ func Save(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("jsonfile: encode %s: %w", path, err)
 	}
+	return SaveWith(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// SaveWith is Save for a table too large to encode in memory first: write
+// streams the JSON text into the temporary file (buffered), with the same
+// atomic replace and ".bak" copy. A write error leaves path untouched.
+func SaveWith(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("jsonfile: %w", err)
@@ -32,7 +44,12 @@ func Save(path string, v any) error {
 		return fmt.Errorf("jsonfile: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	if err := write(bw); err != nil {
+		tmp.Close()
+		return fmt.Errorf("jsonfile: write %s: %w", tmp.Name(), err)
+	}
+	if err := bw.Flush(); err != nil {
 		tmp.Close()
 		return fmt.Errorf("jsonfile: write %s: %w", tmp.Name(), err)
 	}
@@ -43,9 +60,7 @@ func Save(path string, v any) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("jsonfile: %w", err)
 	}
-	if old, err := os.ReadFile(path); err == nil {
-		_ = os.WriteFile(path+".bak", old, 0o644)
-	}
+	keepBackup(path)
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("jsonfile: rename: %w", err)
 	}
@@ -54,6 +69,29 @@ func Save(path string, v any) error {
 		d.Close()
 	}
 	return nil
+}
+
+// keepBackup makes path+".bak" the current content of path: a hard link
+// (no copy; path itself is replaced by a rename next, so the link keeps
+// the old file), or a streamed copy where links are not supported. Best
+// effort, as the backup is for an operator.
+func keepBackup(path string) {
+	bak := path + ".bak"
+	_ = os.Remove(bak)
+	if err := os.Link(path, bak); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer src.Close()
+	dst, err := os.Create(bak)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(dst, src)
+	dst.Close()
 }
 
 // Load decodes the JSON file at path into v. A missing file is not an

@@ -1,7 +1,9 @@
 package pidstate
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/tidemq/tide/broker/internal/jsonfile"
 )
@@ -10,7 +12,8 @@ import (
 // commit log holds below Offset is in it. On start the broker loads it and
 // applies the commit log from Offset on (Follower.CatchUp).
 //
-// File layout (JSON, jsonfile's atomic replace):
+// File layout (JSON, jsonfile's atomic replace; written compact, a queue a
+// line, shown indented here):
 //
 //	{"offset": <commit log offset covered>,
 //	 "producers": [{"id": 46116..., "epoch": 1733..., "lastUsed": 1733...,
@@ -36,26 +39,70 @@ type snapQueue struct {
 	Runs    []Run  `json:"runs"`
 }
 
-// snapshot copies the table.
-func (t *Table) snapshot(offset int64) *Snapshot {
+// queueRef and producerRef list the table for a snapshot: taken under the
+// table lock (pointers only), each queue then encoded under its own lock,
+// so a snapshot never copies the runs nor holds the table while writing.
+type queueRef struct {
+	key QueueKey
+	q   *queueState
+}
+
+type producerRef struct {
+	id, epoch, lastUsed int64
+	queues              []queueRef
+}
+
+func (t *Table) refs() []producerRef {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &Snapshot{Offset: offset, Producers: make([]snapProducer, 0, len(t.producers))}
+	out := make([]producerRef, 0, len(t.producers))
 	for id, p := range t.producers {
-		sp := snapProducer{ID: id, Epoch: p.epoch, LastUsed: p.lastUsed}
+		pr := producerRef{id: id, epoch: p.epoch, lastUsed: p.lastUsed, queues: make([]queueRef, 0, len(p.queues))}
 		for k, q := range p.queues {
-			q.mu.Lock()
-			runs := make([]Run, len(q.runs))
-			for i, r := range q.runs {
-				r.Phys = append([]int64(nil), r.Phys...)
-				runs[i] = r
-			}
-			sp.Queues = append(sp.Queues, snapQueue{Topic: k.Topic, QueueID: k.QueueID, Epoch: q.epoch, Floor: q.floor, Runs: runs})
-			q.mu.Unlock()
+			pr.queues = append(pr.queues, queueRef{k, q})
 		}
-		s.Producers = append(s.Producers, sp)
+		out = append(out, pr)
 	}
-	return s
+	return out
+}
+
+// writeSnapshot streams the table as a Snapshot (compact JSON, one queue
+// a line) covering the commit log below offset. With thousands of queues
+// the snapshot is megabytes: encoding it whole in memory every
+// pidSnapshotInterval raised the broker's heap (and, at GOGC=400, its
+// RSS) by several times that.
+func (t *Table) writeSnapshot(w io.Writer, offset int64) error {
+	enc := json.NewEncoder(w)
+	if _, err := fmt.Fprintf(w, `{"offset":%d,"producers":[`, offset); err != nil {
+		return err
+	}
+	for i, p := range t.refs() {
+		sep := ""
+		if i > 0 {
+			sep = ","
+		}
+		if _, err := fmt.Fprintf(w, "%s\n{\"id\":%d,\"epoch\":%d,\"lastUsed\":%d,\"queues\":[", sep, p.id, p.epoch, p.lastUsed); err != nil {
+			return err
+		}
+		for j, r := range p.queues {
+			if j > 0 {
+				if _, err := io.WriteString(w, ","); err != nil {
+					return err
+				}
+			}
+			r.q.mu.Lock()
+			err := enc.Encode(snapQueue{Topic: r.key.Topic, QueueID: r.key.QueueID, Epoch: r.q.epoch, Floor: r.q.floor, Runs: r.q.runs})
+			r.q.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, "]}"); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "]}\n")
+	return err
 }
 
 // restore replaces the table's content with s.
@@ -74,7 +121,7 @@ func (t *Table) restore(s *Snapshot) {
 
 // Save writes the table as covering the commit log below offset.
 func (t *Table) Save(path string, offset int64) error {
-	if err := jsonfile.Save(path, t.snapshot(offset)); err != nil {
+	if err := jsonfile.SaveWith(path, func(w io.Writer) error { return t.writeSnapshot(w, offset) }); err != nil {
 		return fmt.Errorf("pidstate: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,6 +151,9 @@ func (t *Table) Acquire(id, epoch int64, key QueueKey, at int64) (*Slot, error) 
 	p.lastUsed = max(p.lastUsed, at)
 	q := p.queues[key]
 	if q == nil {
+		// The key outlives the request: a topic sliced from a decoded
+		// header would keep the whole header alive, per queue.
+		key.Topic = strings.Clone(key.Topic)
 		q = &queueState{epoch: epoch}
 		p.queues[key] = q
 	}
@@ -230,10 +234,15 @@ func (q *queueState) record(r Run, merge bool) {
 	}
 	q.runs = append(q.runs, r)
 	sort.Slice(q.runs, func(i, j int) bool { return q.runs[i].FirstSeq < q.runs[j].FirstSeq })
-	for len(q.runs) > MaxRuns {
-		ev := q.runs[0]
-		q.floor = max(q.floor, ev.FirstSeq+ev.Count())
-		q.runs = q.runs[1:]
+	if n := len(q.runs) - MaxRuns; n > 0 {
+		// Evict in place: re-slicing from the front would walk the array,
+		// reallocate it every few records and keep evicted runs' Phys.
+		for _, ev := range q.runs[:n] {
+			q.floor = max(q.floor, ev.FirstSeq+ev.Count())
+		}
+		copy(q.runs, q.runs[n:])
+		clear(q.runs[MaxRuns:])
+		q.runs = q.runs[:MaxRuns]
 	}
 }
 

@@ -222,6 +222,7 @@ func (t *Table) Put(tc protocol.TopicConfig, system bool) error {
 		t.mu.Unlock()
 		return nil
 	}
+	tc.TopicName = strings.Clone(tc.TopicName) // see create
 	t.topics[tc.TopicName] = tc
 	t.bump()
 	t.mu.Unlock()
@@ -290,6 +291,10 @@ func (t *Table) create(tc protocol.TopicConfig) (protocol.TopicConfig, bool, err
 		t.mu.Unlock()
 		return old, false, nil
 	}
+	// The name often comes sliced from a request's decoded header; a copy
+	// keeps the table (and the send path, which uses the table's name as
+	// the key of per-queue state) from holding whole headers.
+	tc.TopicName = strings.Clone(tc.TopicName)
 	t.topics[tc.TopicName] = tc
 	t.bump()
 	t.mu.Unlock()
