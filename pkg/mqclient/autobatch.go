@@ -3,6 +3,7 @@ package mqclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -11,26 +12,42 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/workers"
 )
 
-// Auto-batching of asynchronous sends (WithAutoBatch; RocketMQ 5's
-// autoBatch, Kafka's linger.ms and batch.size).
+// Auto-batching of SendAsync and of concurrent Send calls (WithAutoBatch;
+// RocketMQ 5's autoBatch, Kafka's linger.ms and batch.size).
 //
-// SendAsync puts an eligible message into the open batch of its queue
-// instead of sending it alone. A batch is sent (SEND_BATCH_MESSAGE, one
-// request) when adding the next message would take it over the byte limit,
-// when it reaches the limit, when the linger has passed since its first
-// message, or when no earlier request of the batcher to its queue is in
-// flight any more (Nagle's rule, as a group commit: a message to an idle
-// queue goes at once, alone, so a producer that sends rarely pays no
+// SendAsync and Send put an eligible message into the open batch of its
+// queue instead of sending it alone. A batch is sent (SEND_BATCH_MESSAGE,
+// one request) when adding the next message would take it over the byte
+// limit, when it reaches the limit, when the linger has passed since its
+// first message, or when no earlier request of the batcher to its queue
+// is in flight any more (Nagle's rule, as a group commit: a message to an
+// idle queue goes at once, alone, so a producer that sends rarely pays no
 // linger; while a request is in flight the next ones gather behind it);
 // Shutdown sends every open batch at once. The broker stores a
-// batch's messages with consecutive queue offsets in the order SendAsync
-// was called and answers with their broker ids and the first offset, from
+// batch's messages with consecutive queue offsets in the order they
+// joined it and answers with their broker ids and the first offset, from
 // which each caller gets its own SendResult (its own MsgID, OffsetMsgID,
-// QueueOffset). A batch succeeds or fails as a whole: every caller of a
-// failed batch gets the batch's error. A failed batch is retried as the
-// same batch (WithRetries); with idempotent sends each message keeps its
-// sequence in the queue, so a retry after a lost answer is recognised and
-// nothing is stored twice.
+// QueueOffset) and the answer's status. A batch succeeds or fails as a
+// whole: every caller of a failed batch gets the batch's error. A failed
+// batch is retried as the same batch (WithRetries); with idempotent sends
+// each message keeps its sequence in the queue, so a retry after a lost
+// answer is recognised and nothing is stored twice.
+//
+// Send blocks until its own message's result, as without batching. A
+// single goroutine's Sends each find their queue idle (the previous one
+// was answered) and go at once, alone, from the caller's goroutine: one
+// synchronous sender is not slowed down. Concurrent Sends to a queue that
+// has a request in flight wait for it to end, then go together; where
+// RocketMQ 5's ProduceAccumulator holds a synchronous send until its
+// batch is full or holdMs (10 ms) passes, Nagle's rule sends as soon as
+// the queue is free. SEND_OK means what it means for a lone message: the
+// broker answers a batch only after the flush (SYNC_FLUSH) and the
+// replication (SYNC_MASTER) of all of it, and a batch answered with
+// FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE gives
+// that status to each of its callers. A Send whose context ends while its
+// message waits in a batch returns at once and the message is left out of
+// the batch; once the batch is in flight it may be stored all the same,
+// as a plain Send that times out may be.
 //
 // Messages without a ShardingKey (and without WithQueueSelector) stick to
 // one queue of their topic while its batch is open, then the next batch
@@ -39,16 +56,17 @@ import (
 // empty. Keyed messages join the batch of the queue their key selects and
 // keep that queue on retries.
 //
-// Not batched, sent as without auto-batching: delayed and timer messages
-// (the broker refuses delayed batches), messages compressed by
-// WithCompressOver (a batch has one system flag for all its messages),
-// transactional messages, retry-topic messages, and messages whose
-// topic's route the client has not fetched yet (SendAsync must not block
-// on the NameServers).
+// Not batched, sent as without auto-batching: SendTo, SendBatch and
+// SendOneway calls, delayed and timer messages (the broker refuses
+// delayed batches), messages compressed by WithCompressOver (a batch has
+// one system flag for all its messages), transactional messages,
+// retry-topic messages, and messages whose topic's route the client has
+// not fetched yet (a send must not block on the NameServers here).
 //
 // Batches, like separate SendAsync calls, are sent concurrently: the
 // order between two batches of one queue is not guaranteed, only the
-// order inside a batch.
+// order inside a batch. A goroutine that waits for each Send before the
+// next keeps its order, as without batching.
 
 // defaultAutoBatchBytes is the batch size limit when WithAutoBatch gives
 // none: 32 KiB, RocketMQ 5's autoBatch default (Kafka's batch.size is 16 KiB).
@@ -75,12 +93,21 @@ type lot struct {
 	timer *time.Timer
 }
 
-// pendingSend is one SendAsync waiting in a batch.
+// pendingSend is one SendAsync or Send waiting in a batch.
 type pendingSend struct {
 	ctx context.Context
 	msg *Message
 	o   *outgoing
-	cb  func(*SendResult, error)
+	cb  func(*SendResult, error) // SendAsync's
+	// done receives a Send's result (buffered: answering never blocks);
+	// nil for SendAsync
+	done chan sendOutcome
+}
+
+// sendOutcome is the result a waiting Send gets.
+type sendOutcome struct {
+	res *SendResult
+	err error
 }
 
 func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
@@ -98,18 +125,76 @@ func batchable(msg *Message, o *outgoing) bool {
 		!strings.HasPrefix(o.topic, protocol.RetryTopicPrefix)
 }
 
-// add puts the send into its queue's batch and reports whether it did;
+// add puts a SendAsync into its queue's batch and reports whether it did;
 // false leaves the send to the caller (not eligible, or no cached route).
 // The batch then answers cb exactly once.
 func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*SendResult, error)) bool {
-	if !batchable(msg, o) {
-		return false
-	}
-	r := b.p.c.cachedRoute(o.topic)
-	if r == nil || len(r.pub) == 0 {
-		return false
-	}
 	c := &pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
+	r := b.eligible(c)
+	if r == nil {
+		return false
+	}
+	if l := b.join(c, r); l != nil {
+		// alone to an idle queue: SendAsync must not block on it
+		workers.Shared().Go(func() { b.send(l) })
+	}
+	return true
+}
+
+// sendSync is Send through the batcher: msg joins its queue's batch like
+// a SendAsync and the caller waits for its own result. ok is false when
+// msg may not be batched (then the caller sends it alone, as without
+// auto-batching). A message to an idle queue is sent at once, alone and
+// from the caller's goroutine, so a single synchronous sender (each Send
+// waits for the previous one) never waits for a linger and pays no
+// goroutine hand-off. When ctx ends while the message waits in an open
+// batch, it is taken out of the batch before the batch is sent; when it
+// ends while the batch is in flight, Send returns at once and the message
+// may still be stored, as a plain Send that times out may be.
+func (b *batcher) sendSync(ctx context.Context, msg *Message, o *outgoing) (res *SendResult, err error, ok bool) {
+	c := &pendingSend{ctx: ctx, msg: msg, o: o, done: make(chan sendOutcome, 1)}
+	r := b.eligible(c)
+	if r == nil {
+		return nil, nil, false
+	}
+	// Shutdown waits for it as for a SendAsync: it sends the open batches
+	// and must not close the connections under them
+	b.p.async.Add(1)
+	if l := b.join(c, r); l != nil {
+		b.send(l) // answers c before it returns
+	}
+	select {
+	case r := <-c.done:
+		return r.res, r.err, true
+	case <-ctx.Done():
+		select {
+		case r := <-c.done: // answered meanwhile: that result is the truth
+			return r.res, r.err, true
+		default:
+		}
+		return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, ctx.Err()), true
+	}
+}
+
+// eligible returns the cached route of c's topic when c may join a
+// batch: the message is batchable and the route is cached (a send must
+// not block on the NameServers here); nil otherwise.
+func (b *batcher) eligible(c *pendingSend) *route {
+	if !batchable(c.msg, c.o) {
+		return nil
+	}
+	if r := b.p.c.cachedRoute(c.o.topic); r != nil && len(r.pub) > 0 {
+		return r
+	}
+	return nil
+}
+
+// join puts c into its queue's open batch (r: its topic's route). It returns the batch the
+// caller must send itself (l holds only c, its queue was idle); nil when
+// the batch will be sent by its linger, by the end of the request in
+// flight to its queue, or by a worker (it is full).
+func (b *batcher) join(c *pendingSend, r *route) *lot {
+	msg, o := c.msg, c.o
 	// encoded only if it is batched after all: most messages to an idle
 	// queue go alone, and their own send encodes them
 	size := protocol.BatchItemLen(len(o.body), protocol.PropertiesLen(o.props)+protocol.MaxStampPropertyLen)
@@ -142,13 +227,17 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 	l.calls = append(l.calls, c)
 	l.size += size
 	switch {
+	case b.busy[q] == 0 && len(l.calls) == 1:
+		// nothing in flight to q: waiting would only add latency; the
+		// caller sends its message itself
+		b.detachLocked(l)
+		return l
 	case l.size >= b.maxBytes || b.busy[q] == 0:
-		// full, or nothing in flight to q: waiting would only add latency
 		b.closeLocked(l)
 	case l.timer == nil:
 		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
 	}
-	return true
+	return nil
 }
 
 // expire sends l when its linger has passed (unless it was sent already).
@@ -172,6 +261,13 @@ func (b *batcher) flush() {
 // closeLocked removes l from the open batches and sends it in the
 // background. b.mu is held.
 func (b *batcher) closeLocked(l *lot) {
+	b.detachLocked(l)
+	workers.Shared().Go(func() { b.send(l) })
+}
+
+// detachLocked removes l from the open batches and counts it in flight;
+// the caller sends it (b.send). b.mu is held.
+func (b *batcher) detachLocked(l *lot) {
 	delete(b.open, l.q)
 	if s, ok := b.sticky[l.q.Topic]; ok && s == l.q {
 		delete(b.sticky, l.q.Topic)
@@ -180,7 +276,6 @@ func (b *batcher) closeLocked(l *lot) {
 		l.timer.Stop()
 	}
 	b.busy[l.q]++
-	workers.Shared().Go(func() { b.send(l) })
 }
 
 // sent records that a request to q ended; when none is left in flight,
@@ -260,8 +355,14 @@ func (b *batcher) sendAlone(calls []*pendingSend, l *lot) {
 	}
 }
 
-// answer ends one SendAsync: as SendAsync's own goroutine does.
+// answer ends one SendAsync, as SendAsync's own goroutine does, or hands
+// a Send its result (Send calls the interceptors itself).
 func (b *batcher) answer(c *pendingSend, res *SendResult, err error) {
+	if c.done != nil {
+		c.done <- sendOutcome{res, err}
+		b.p.async.Done()
+		return
+	}
 	p := b.p
 	<-p.asyncSem
 	p.after(c.ctx, res, err, c.msg)

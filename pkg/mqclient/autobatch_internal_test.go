@@ -101,25 +101,28 @@ func holdQueues(p *Producer, topic string, n int32) {
 	}
 }
 
+// autoBatchCase is one case of TestAutoBatch.
+type autoBatchCase struct {
+	name     string
+	linger   time.Duration
+	perBatch int // maxBytes in items (0: default)
+	msgs     int // messages sent
+	msg      func(i int) *Message
+	fail     int16 // the broker's answer to every send (0: success)
+	failB    int16 // the broker's answer to batch sends (0: as fail)
+	idle     bool  // no request in flight before (else holdQueues)
+	shutdown bool  // results only come after Shutdown
+	// want: the messages' indexes per request, in order
+	want [][]int
+	// wantCodes: request codes; nil: all SEND_BATCH_MESSAGE
+	wantCodes []int16
+}
+
 func TestAutoBatch(t *testing.T) {
 	body := []byte("0123456789")
 	plain := func(i int) *Message { return &Message{Topic: "orders", Body: body} }
 	const hour = time.Hour // a linger that never ends within the test: only size or Shutdown send
-	tests := []struct {
-		name     string
-		linger   time.Duration
-		perBatch int // maxBytes in items (0: default)
-		msgs     int // messages sent
-		msg      func(i int) *Message
-		fail     int16 // the broker's answer to every send (0: success)
-		failB    int16 // the broker's answer to batch sends (0: as fail)
-		idle     bool  // no request in flight before (else holdQueues)
-		shutdown bool  // results only come after Shutdown
-		// want: the messages' indexes per request, in order
-		want [][]int
-		// wantCodes: request codes; nil: all SEND_BATCH_MESSAGE
-		wantCodes []int16
-	}{
+	tests := []autoBatchCase{
 		{name: "linger sends a lone batch", linger: 5 * time.Millisecond, msgs: 1, msg: plain,
 			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
 		{name: "a message to an idle queue goes at once", linger: hour, msgs: 1, msg: plain, idle: true,
@@ -146,103 +149,153 @@ func TestAutoBatch(t *testing.T) {
 			want: [][]int{{0}}, wantCodes: []int16{protocol.SendMessageV2}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			a := newFakeBroker(t, "broker-a")
-			a.fail.Store(int32(tc.fail))
-			a.failBatch.Store(int32(tc.failB))
-			ns := startFakeNameServer(t, "orders", 4, a)
-			probe, err := NewProducer(WithNameServers(ns))
-			if err != nil {
-				t.Fatal(err)
-			}
-			maxBytes := 0
-			if tc.perBatch > 0 {
-				maxBytes = tc.perBatch * itemSize(t, probe, tc.msg(0))
-			}
-			p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithRetries(0),
-				WithAutoBatch(tc.linger, maxBytes))
-			if !tc.idle {
-				holdQueues(p, "orders", 4)
-			}
-			r := newAsyncResults(tc.msgs)
-			msgs := make([]*Message, tc.msgs)
-			for i := range msgs {
-				msgs[i] = tc.msg(i)
-				if err := p.SendAsync(context.Background(), msgs[i], r.cb(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.shutdown {
-				if err := p.Shutdown(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			r.wait(t)
-
-			// per request: which messages, in which order
-			ids := map[string]int{}
-			for i := range msgs {
-				if tc.fail == 0 {
-					ids[r.res[i].MsgID] = i
-				}
-			}
-			codes, keys := sentBatches(t, a)
-			if tc.fail == 0 {
-				var got [][]int
-				for _, ks := range keys {
-					var idx []int
-					for _, k := range ks {
-						idx = append(idx, ids[k])
-					}
-					got = append(got, idx)
-				}
-				slices.SortStableFunc(got, func(x, y []int) int { return x[0] - y[0] })
-				if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-					t.Errorf("requests carried messages %v, want %v", got, tc.want)
-				}
-			} else if len(keys) != len(tc.want) {
-				t.Errorf("%d requests, want %d", len(keys), len(tc.want))
-			}
-			want := tc.wantCodes
-			if want == nil {
-				for range tc.want {
-					want = append(want, protocol.SendBatchMessage)
-				}
-			}
-			if fmt.Sprint(codes) != fmt.Sprint(want) {
-				t.Errorf("request codes %v, want %v", codes, want)
-			}
-
-			for i := range msgs {
-				if r.n[i] != 1 {
-					t.Errorf("message %d: %d callbacks", i, r.n[i])
-				}
-				if tc.fail != 0 {
-					if !errors.Is(r.errs[i], &protocol.Error{Code: tc.fail}) {
-						t.Errorf("message %d: error %v, want code %d", i, r.errs[i], tc.fail)
-					}
-					continue
-				}
-				if r.errs[i] != nil {
-					t.Fatalf("message %d: %v", i, r.errs[i])
-				}
-			}
-			if tc.fail != 0 {
-				return
-			}
-			// each caller's offset: the batch's first plus its place in it
-			for _, batch := range tc.want {
-				first := r.res[batch[0]]
-				for k, i := range batch {
-					res := r.res[i]
-					if res.Queue != first.Queue || res.QueueOffset != first.QueueOffset+int64(k) {
-						t.Errorf("message %d (#%d of its batch): %v offset %d, first %v offset %d",
-							i, k, res.Queue, res.QueueOffset, first.Queue, first.QueueOffset)
-					}
-				}
-			}
-		})
+		for _, mode := range []string{"SendAsync", "Send"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) { testAutoBatch(t, mode, tc) })
+		}
 	}
+}
+
+// testAutoBatch runs one case of TestAutoBatch. mode Send sends each
+// message from a goroutine of its own, the next one only once the
+// previous one waits in a batch or has returned, so the batches' order
+// is the messages' as with SendAsync.
+func testAutoBatch(t *testing.T, mode string, tc autoBatchCase) {
+	a := newFakeBroker(t, "broker-a")
+	a.fail.Store(int32(tc.fail))
+	a.failBatch.Store(int32(tc.failB))
+	ns := startFakeNameServer(t, "orders", 4, a)
+	probe, err := NewProducer(WithNameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxBytes := 0
+	if tc.perBatch > 0 {
+		maxBytes = tc.perBatch * itemSize(t, probe, tc.msg(0))
+	}
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithRetries(0),
+		WithAutoBatch(tc.linger, maxBytes))
+	if !tc.idle {
+		holdQueues(p, "orders", 4)
+	}
+	r := newAsyncResults(tc.msgs)
+	msgs := make([]*Message, tc.msgs)
+	for i := range msgs {
+		msgs[i] = tc.msg(i)
+		if mode == "Send" {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.cb(i)(p.Send(context.Background(), msgs[i]))
+			}()
+			waitJoined(t, p, msgs[i], done)
+			continue
+		}
+		if err := p.SendAsync(context.Background(), msgs[i], r.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tc.shutdown {
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.wait(t)
+
+	// per request: which messages, in which order
+	ids := map[string]int{}
+	for i := range msgs {
+		if tc.fail == 0 {
+			ids[r.res[i].MsgID] = i
+		}
+	}
+	codes, keys := sentBatches(t, a)
+	if tc.fail == 0 {
+		var got [][]int
+		for _, ks := range keys {
+			var idx []int
+			for _, k := range ks {
+				idx = append(idx, ids[k])
+			}
+			got = append(got, idx)
+		}
+		slices.SortStableFunc(got, func(x, y []int) int { return x[0] - y[0] })
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("requests carried messages %v, want %v", got, tc.want)
+		}
+	} else if len(keys) != len(tc.want) {
+		t.Errorf("%d requests, want %d", len(keys), len(tc.want))
+	}
+	want := tc.wantCodes
+	if want == nil {
+		for range tc.want {
+			want = append(want, protocol.SendBatchMessage)
+		}
+	}
+	if fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("request codes %v, want %v", codes, want)
+	}
+
+	for i := range msgs {
+		if r.n[i] != 1 {
+			t.Errorf("message %d: %d callbacks", i, r.n[i])
+		}
+		if tc.fail != 0 {
+			if !errors.Is(r.errs[i], &protocol.Error{Code: tc.fail}) {
+				t.Errorf("message %d: error %v, want code %d", i, r.errs[i], tc.fail)
+			}
+			continue
+		}
+		if r.errs[i] != nil {
+			t.Fatalf("message %d: %v", i, r.errs[i])
+		}
+	}
+	if tc.fail != 0 {
+		return
+	}
+	// each caller's offset: the batch's first plus its place in it
+	for _, batch := range tc.want {
+		first := r.res[batch[0]]
+		for k, i := range batch {
+			res := r.res[i]
+			if res.Queue != first.Queue || res.QueueOffset != first.QueueOffset+int64(k) {
+				t.Errorf("message %d (#%d of its batch): %v offset %d, first %v offset %d",
+					i, k, res.Queue, res.QueueOffset, first.Queue, first.QueueOffset)
+			}
+		}
+	}
+}
+
+// waitJoined waits until m waits in an open batch of p or its Send has
+// returned (done closed).
+func waitJoined(t *testing.T, p *Producer, m *Message, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if waitsIn(p, m) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond) // polling the batcher; bounded by the deadline
+	}
+	t.Fatal("the Send neither joined a batch nor returned within 30 s")
+}
+
+// waitsIn reports whether m waits in an open batch of p.
+func waitsIn(p *Producer, m *Message) bool {
+	p.batch.mu.Lock()
+	defer p.batch.mu.Unlock()
+	for _, l := range p.batch.open {
+		for _, c := range l.calls {
+			if c.msg == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // A caller whose context ends while its message waits in a batch gets
@@ -269,6 +322,45 @@ func TestAutoBatchCallerGivesUp(t *testing.T) {
 	}
 	if r.errs[0] != nil || r.errs[2] != nil {
 		t.Errorf("the others got %v, %v", r.errs[0], r.errs[2])
+	}
+	_, keys := sentBatches(t, a)
+	if len(keys) != 1 || len(keys[0]) != 2 {
+		t.Errorf("sent %v, want one batch of the two others", keys)
+	}
+}
+
+// A Send whose context ends while its message waits in a batch returns
+// the context's error at once, not when the batch goes; its message is
+// taken out of the batch, and the other Sends' are still sent.
+func TestAutoBatchSendGivesUp(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	holdQueues(p, "orders", 1)
+	gone, cancel := context.WithCancel(context.Background())
+	errs := make([]error, 3)
+	done := make([]chan struct{}, 3)
+	for i, ctx := range []context.Context{context.Background(), gone, context.Background()} {
+		done[i] = make(chan struct{})
+		m := &Message{Topic: "orders", Body: []byte("x")}
+		go func() {
+			defer close(done[i])
+			_, errs[i] = p.Send(ctx, m)
+		}()
+		waitJoined(t, p, m, done[i])
+	}
+	cancel()
+	<-done[1] // before the batch goes: its linger is an hour
+	if !errors.Is(errs[1], context.Canceled) || !errors.Is(errs[1], ErrSendFailed) {
+		t.Errorf("the cancelled caller got %v", errs[1])
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done[0]
+	<-done[2]
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("the others got %v, %v", errs[0], errs[2])
 	}
 	_, keys := sentBatches(t, a)
 	if len(keys) != 1 || len(keys[0]) != 2 {

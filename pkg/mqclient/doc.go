@@ -47,11 +47,12 @@
 // block until the broker answers or their context is done; each request
 // is also bounded by WithRequestTimeout (3 s) or, for sends, by
 // WithSendTimeout (3 s per attempt). SendAsync blocks only while 10 000
-// of its sends are pending; SendOneway only for the write. SendAsync
-// gathers messages to one queue into one batch request while an earlier
-// request to that queue is in flight (WithAutoBatch, on by default, where
-// RocketMQ 5's autoBatch is off: measured to pay, see autobatch.go); each
-// caller still gets its own result. Handlers and
+// of its sends are pending; SendOneway only for the write. SendAsync and
+// concurrent Send calls gather messages to one queue into one batch
+// request while an earlier request to that queue is in flight
+// (WithAutoBatch, on by default, where RocketMQ 5's autoBatch is off:
+// measured to pay, see autobatch.go); a message to an idle queue goes at
+// once, alone, and each caller still gets its own result. Handlers and
 // callbacks run on client goroutines and must not block forever: a
 // handler that never returns holds its key (ordered) and its queue's
 // offset, and Shutdown waits for it until its context expires.

@@ -151,14 +151,14 @@ func TestIdempotentProducerFencing(t *testing.T) {
 // lossyEnv is a broker whose client port is reached through a proxy that
 // drops send answers: the broker advertises 127.0.0.2:port, listens on
 // 127.0.0.1:port, and the proxy joins the two.
-func lossyEnv(t *testing.T, rate float64) (*env, *tidetest.DropProxy) {
+func lossyEnv(t *testing.T, rate float64, opts ...func(*broker.Options)) (*env, *tidetest.DropProxy) {
 	t.Helper()
 	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err != nil {
 		t.Skipf("no 127.0.0.2 loopback address: %v", err)
 	} else {
 		ln.Close()
 	}
-	e := startEnv(t, func(o *broker.Options) { o.BrokerIP1 = "127.0.0.2" })
+	e := startEnv(t, append(opts, func(o *broker.Options) { o.BrokerIP1 = "127.0.0.2" })...)
 	_, port, _ := net.SplitHostPort(e.Broker.Addr())
 	px := tidetest.StartDropProxy(t, e.Broker.Addr(), net.JoinHostPort("127.0.0.1", port), rate, 23)
 	return e, px

@@ -324,22 +324,25 @@ func WithSendInterceptors(is ...SendInterceptor) Option {
 // tideExtensions=false) the producer sends plain messages either way.
 func WithIdempotence(on bool) Option { return func(s *settings) { s.idempotence = on } }
 
-// WithAutoBatch sets the auto-batching of SendAsync (autobatch.go):
-// messages to the same queue go in one batch request
-// (SEND_BATCH_MESSAGE), sent at once when nothing of the producer is in
-// flight to that queue (so a producer that sends rarely waits for
-// nothing), else when the request in flight ends, when the batch holds
-// maxBytes (encoded; 0 means 32 KiB, capped at WithMaxMessageSize), or
-// linger after its first message, whichever comes first (RocketMQ 5's
-// autoBatch, Kafka's linger.ms and batch.size). Each SendAsync still gets
-// its own result (MsgID, OffsetMsgID, QueueOffset) or the batch's error;
-// a batch is retried whole and, with idempotent sends, stored once.
-// Delayed, timer and compressed messages are sent alone; Send, SendTo,
-// SendBatch, SendOneway and transactions are never auto-batched. A linger
-// of 0 turns it off. Default on, linger 1 ms, 32 KiB: with 64 sends in
-// flight it carried 2.4-2.8x the messages per second at a third of the
-// CPU per message, and a producer sending 500 msgs/s saw no added
-// latency (docs/benchmarks/analysis.md, "Levers"). Producer.
+// WithAutoBatch sets the auto-batching of SendAsync and of concurrent
+// Send calls (autobatch.go): messages to the same queue go in one batch
+// request (SEND_BATCH_MESSAGE), sent at once when nothing of the producer
+// is in flight to that queue (so a producer that sends rarely, or a
+// single goroutine calling Send, waits for nothing), else when the
+// request in flight ends, when the batch holds maxBytes (encoded; 0 means
+// 32 KiB, capped at WithMaxMessageSize), or linger after its first
+// message, whichever comes first (RocketMQ 5's autoBatch, Kafka's
+// linger.ms and batch.size). Each SendAsync and each Send still gets its
+// own result (MsgID, OffsetMsgID, QueueOffset, and the status of the
+// batch's answer: SEND_OK only after the broker flushed or replicated the
+// whole batch as its flushDiskType and brokerRole require) or the batch's
+// error; a batch is retried whole and, with idempotent sends, stored
+// once. Delayed, timer and compressed messages are sent alone; SendTo,
+// SendBatch, SendOneway and transactions are never auto-batched. A
+// linger of 0 turns it off. Default on, linger 1 ms, 32 KiB: with 64
+// SendAsync in flight it carried 2.4-2.8x the messages per second at a
+// third of the CPU per message, and a producer sending 500 msgs/s saw no
+// added latency (docs/benchmarks/analysis.md, "Levers"). Producer.
 func WithAutoBatch(linger time.Duration, maxBytes int) Option {
 	return func(s *settings) { s.linger, s.batchBytes = linger, maxBytes }
 }

@@ -116,7 +116,8 @@ func (p *Producer) Start(ctx context.Context) error {
 }
 
 // Shutdown stops accepting sends, waits until every pending SendAsync has
-// called back (or ctx is done, after which the remaining callbacks get
+// called back and every Send waiting in an auto-batch was answered (or
+// ctx is done, after which the remaining callbacks get
 // ErrClosed-wrapping errors as their connections close), unregisters the
 // producer group from the brokers (unless another producer of the group
 // still runs on the shared Client) and releases its Client, which closes
@@ -246,6 +247,15 @@ func (p *Producer) after(ctx context.Context, res *SendResult, err error, msgs .
 
 // Send sends msg and waits for the broker's answer, retrying per
 // WithRetries. It returns the result of the attempt that succeeded.
+// With WithAutoBatch, concurrent Sends to one queue may go in one batch
+// request, like SendAsync's (autobatch.go): a Send to a queue with no
+// request of the producer in flight goes at once, alone; otherwise it
+// waits in the queue's batch until that request ends (or the linger
+// passes, or the batch is full). Each Send still returns its own result
+// (MsgID, OffsetMsgID, QueueOffset, and the status of the batch's
+// answer, which the broker gives only after the batch is flushed or
+// replicated as its flushDiskType and brokerRole require) or the batch's
+// error.
 func (p *Producer) Send(ctx context.Context, msg *Message) (*SendResult, error) {
 	if err := p.running(); err != nil {
 		return nil, err
@@ -257,6 +267,12 @@ func (p *Producer) Send(ctx context.Context, msg *Message) (*SendResult, error) 
 	if err != nil {
 		p.after(ctx, nil, err, msg)
 		return nil, err
+	}
+	if p.batch != nil {
+		if res, err, ok := p.batch.sendSync(ctx, msg, o); ok {
+			p.after(ctx, res, err, msg)
+			return res, err
+		}
 	}
 	res, err := p.send(ctx, o, false)
 	p.after(ctx, res, err, msg)
