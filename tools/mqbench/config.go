@@ -48,6 +48,10 @@ type Config struct {
 	RateOf     string        `json:"-"`
 	RateFactor float64       `json:"-"`
 	Timeout    time.Duration `json:"-"`
+	// TraceOut receives a runtime/trace of this process (client and
+	// consumer) for TraceFor from the end of the warm-up.
+	TraceOut string        `json:"-"`
+	TraceFor time.Duration `json:"-"`
 }
 
 func parseConfig(args []string, stderr io.Writer) (Config, error) {
@@ -84,6 +88,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.RateOf, "rate-of", "", "take -rate from this earlier result `file` (its produce msgs/s times -rate-factor)")
 	fs.Float64Var(&c.RateFactor, "rate-factor", 0.5, "multiplier for -rate-of")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "abort the run after this long")
+	fs.StringVar(&c.TraceOut, "trace", "", "write a runtime/trace of mqbench (producers and consumers) to this `file`, from the end of the warm-up for -trace-for (go tool trace reads it)")
+	fs.DurationVar(&c.TraceFor, "trace-for", 2*time.Second, "how long -trace traces")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

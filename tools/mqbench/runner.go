@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	rtrace "runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,7 +85,28 @@ func (r *run) body(now time.Time) []byte {
 func (r *run) startMeasuring() {
 	if r.measuring.CompareAndSwap(false, true) {
 		r.mStart.Store(time.Now().UnixNano())
+		if r.cfg.TraceOut != "" {
+			go r.trace(r.cfg.TraceOut, r.cfg.TraceFor)
+		}
 	}
+}
+
+// trace writes a runtime/trace of this process to file for d (-trace):
+// what the scheduler, the GC and the network poller did to the sends and
+// deliveries of the measured part.
+func (r *run) trace(file string, d time.Duration) {
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mqbench: -trace:", err)
+		return
+	}
+	defer f.Close()
+	if err := rtrace.Start(f); err != nil {
+		fmt.Fprintln(os.Stderr, "mqbench: -trace:", err)
+		return
+	}
+	time.Sleep(d) // the traced window
+	rtrace.Stop()
 }
 
 // acked records n acknowledged messages of one send call started at t0.
