@@ -1,6 +1,7 @@
 package pidstate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,7 +42,8 @@ type snapQueue struct {
 
 // queueRef and producerRef list the table for a snapshot: taken under the
 // table lock (pointers only), each queue then encoded under its own lock,
-// so a snapshot never copies the runs nor holds the table while writing.
+// so a snapshot never copies the whole table nor holds a lock while
+// writing.
 type queueRef struct {
 	key QueueKey
 	q   *queueState
@@ -72,7 +74,10 @@ func (t *Table) refs() []producerRef {
 // pidSnapshotInterval raised the broker's heap (and, at GOGC=400, its
 // RSS) by several times that.
 func (t *Table) writeSnapshot(w io.Writer, offset int64) error {
-	enc := json.NewEncoder(w)
+	// A queue is encoded into buf under its lock and written after: a
+	// write that blocks on the disk never holds a sender's queue.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	if _, err := fmt.Fprintf(w, `{"offset":%d,"producers":[`, offset); err != nil {
 		return err
 	}
@@ -90,10 +95,14 @@ func (t *Table) writeSnapshot(w io.Writer, offset int64) error {
 					return err
 				}
 			}
+			buf.Reset()
 			r.q.mu.Lock()
 			err := enc.Encode(snapQueue{Topic: r.key.Topic, QueueID: r.key.QueueID, Epoch: r.q.epoch, Floor: r.q.floor, Runs: r.q.runs})
 			r.q.mu.Unlock()
 			if err != nil {
+				return err
+			}
+			if _, err := w.Write(buf.Bytes()); err != nil {
 				return err
 			}
 		}
