@@ -28,7 +28,13 @@
 //
 // Server, Client and Conn are safe for concurrent use. Each connection has
 // one reader goroutine; every request runs its handler in a goroutine of its
-// own, bounded per connection and per Server (or Client). Writes on a
+// own, bounded per connection and per Server (or Client), except the
+// requests an InlineHandler serves on the reader goroutine itself (those
+// that cannot block: see InlineHandler). Their responses are gathered and
+// written in one write once the requests already received are served
+// (before a read that would wait for the socket, or at 64 KiB), which
+// saves a goroutine hand-off per request and a write syscall per
+// response; their in-flight slots are held until that write. Writes on a
 // connection are ordered and coalesced without a lock held across I/O and
 // without a writer goroutine: the caller that finds the connection idle
 // writes its frame itself; frames sent while a write is in progress queue

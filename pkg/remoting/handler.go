@@ -20,7 +20,8 @@ import (
 // the oneway flag bit, a handler must answer those one way or the other.
 //
 // ctx is cancelled when the connection closes. Handlers run concurrently,
-// each in its own goroutine; a panic is recovered and answered with
+// each in its own goroutine (except what an InlineHandler serves inline,
+// on the connection's read loop); a panic is recovered and answered with
 // SYSTEM_ERROR.
 type Handler interface {
 	ServeRemoting(ctx context.Context, c *Conn, req *protocol.Command) *protocol.Command
@@ -128,4 +129,45 @@ func (l *limiter) close() <-chan struct{} {
 		}
 	}
 	return l.zero
+}
+
+// InlineHandler is a Handler that can serve some requests on the
+// connection's read loop instead of a goroutine of its own, which saves a
+// goroutine hand-off per request and lets the responses of one burst of
+// requests leave in one write (see Conn.serve).
+//
+// Contract: ServeInline runs on the goroutine that reads the connection,
+// so while it runs no other request of that connection is read. It must
+// therefore never block: no waiting for a flush, a replica, a long poll,
+// another connection's write, or a lock held across I/O. When serving req
+// could block, it must return served false without side effects; the
+// transport then calls ServeRemoting for req in a goroutine as for any
+// handler. When it returns served true, resp is handled as ServeRemoting's
+// result (nil sends nothing). The interceptor, if any, runs on the read
+// loop too before ServeInline (it must not block either), and the
+// in-flight bounds apply as for any request.
+type InlineHandler interface {
+	Handler
+	ServeInline(ctx context.Context, c *Conn, req *protocol.Command) (resp *protocol.Command, served bool)
+}
+
+// InlineFunc is the inline attempt of an InlineHandler (see ServeInline).
+type InlineFunc func(ctx context.Context, c *Conn, req *protocol.Command) (resp *protocol.Command, served bool)
+
+// Inline pairs a handler with its inline attempt.
+func Inline(serve HandlerFunc, inline InlineFunc) InlineHandler {
+	return inlineHandler{serve, inline}
+}
+
+type inlineHandler struct {
+	serve  HandlerFunc
+	inline InlineFunc
+}
+
+func (h inlineHandler) ServeRemoting(ctx context.Context, c *Conn, req *protocol.Command) *protocol.Command {
+	return h.serve(ctx, c, req)
+}
+
+func (h inlineHandler) ServeInline(ctx context.Context, c *Conn, req *protocol.Command) (*protocol.Command, bool) {
+	return h.inline(ctx, c, req)
 }

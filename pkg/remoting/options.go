@@ -36,7 +36,8 @@ const (
 )
 
 // Interceptor runs before the handler of a request (in the handler's
-// goroutine, within the in-flight bounds). A non-nil result is sent as the
+// goroutine, or on the read loop for an InlineHandler, so it must not
+// block; within the in-flight bounds). A non-nil result is sent as the
 // response and the handler is skipped; nil lets the request through. The
 // broker's ACL is one. It must be safe for concurrent use.
 type Interceptor func(ctx context.Context, c *Conn, req *protocol.Command) *protocol.Command

@@ -98,6 +98,12 @@ func (q *writeQueue) setConn(nc net.Conn) {
 // I/O failed, so the caller should close the connection; err is then the
 // error every other frame of the connection fails with too.
 func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, err error) {
+	return q.writeGather(frame, timeout, true)
+}
+
+// writeGather is write; gather false skips the yields of an idle write
+// (the caller already gathered several frames into frame).
+func (q *writeQueue) writeGather(frame []byte, timeout time.Duration, gather bool) (failed bool, err error) {
 	q.mu.Lock()
 	for q.err == nil && q.pending != nil && q.queued+len(frame) > maxQueuedBytes {
 		q.room.Wait()
@@ -109,8 +115,8 @@ func (q *writeQueue) write(frame []byte, timeout time.Duration) (failed bool, er
 	}
 	if !q.busy {
 		q.busy = true
-		yield := q.skipYields == 0
-		if !yield {
+		yield := gather && q.skipYields == 0
+		if gather && !yield {
 			q.skipYields--
 		}
 		q.mu.Unlock()
