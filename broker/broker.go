@@ -413,9 +413,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 func (b *Broker) registerHandlers() {
 	s := b.server
-	s.HandleFunc(protocol.SendMessage, b.instrument(b.handleSend))
-	s.HandleFunc(protocol.SendMessageV2, b.instrument(b.handleSend))
-	s.HandleFunc(protocol.SendBatchMessage, b.instrument(b.handleSend))
+	// The common sends are served on the connection's read loop when they
+	// cannot block (handleSendInline).
+	send := remoting.Inline(b.instrument(b.handleSend), b.instrumentInline(b.handleSendInline))
+	s.Handle(protocol.SendMessage, send)
+	s.Handle(protocol.SendMessageV2, send)
+	s.Handle(protocol.SendBatchMessage, send)
 	s.HandleFunc(protocol.SendReplyMessage, b.instrument(b.handleSend))
 	s.HandleFunc(protocol.SendReplyMessageV2, b.instrument(b.handleSend))
 	s.HandleFunc(protocol.PullMessage, b.instrument(b.handlePull))

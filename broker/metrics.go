@@ -104,6 +104,24 @@ func (b *Broker) instrument(h remoting.HandlerFunc) remoting.HandlerFunc {
 	}
 }
 
+// instrumentInline is instrument for an inline attempt: a declined
+// request is observed by the handler that serves it.
+func (b *Broker) instrumentInline(h remoting.InlineFunc) remoting.InlineFunc {
+	return func(ctx context.Context, c *remoting.Conn, req *protocol.Command) (*protocol.Command, bool) {
+		start := time.Now()
+		resp, served := h(ctx, c, req)
+		if !served {
+			return nil, false
+		}
+		outcome := "HELD"
+		if resp != nil {
+			outcome = protocol.CodeName(resp.Code)
+		}
+		b.metrics.requests.WithLabelValues(requestName(req.Code), outcome).Observe(time.Since(start).Seconds())
+		return resp, true
+	}
+}
+
 // serveMetrics serves /metrics and /healthz on metricsPromExporterPort
 // (RocketMQ 5's key) when it is set.
 func (b *Broker) serveMetrics() error {

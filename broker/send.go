@@ -20,6 +20,43 @@ import (
 // handleSend serves SEND_MESSAGE (10), SEND_MESSAGE_V2 (310),
 // SEND_BATCH_MESSAGE (320) and the reply sends (324/325).
 func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	resp, _ := b.serveSend(ctx, c, req, false)
+	return resp
+}
+
+// handleSendInline is handleSend on the connection's read loop
+// (remoting.InlineHandler): it serves the sends that cannot block and
+// declines, before any side effect, every other one. A send can block
+// when the store or the role waits after the append (SYNC_FLUSH,
+// SYNC_MASTER), when it creates a topic (persisting the table, waiting
+// for the slaves' metadata) or a DLQ, and for the sends with their own
+// machinery: replies (written to another connection), idempotent sends
+// (they may catch up on the commit log) and half messages. What remains
+// is the common case: decode, the commit log append (its lock is held
+// across a memory copy into the mapped segment, and once per segment
+// across creating the next one) and the response.
+func (b *Broker) handleSendInline(ctx context.Context, c *remoting.Conn, req *protocol.Command) (*protocol.Command, bool) {
+	if b.opts.Store.FlushDiskType == store.SyncFlush || b.brokerRole() == "SYNC_MASTER" ||
+		req.Code == protocol.SendReplyMessage || req.Code == protocol.SendReplyMessageV2 {
+		return nil, false
+	}
+	return b.serveSend(ctx, c, req, true)
+}
+
+// serveSend serves a send; with inline set it declines (nil, false) the
+// sends handleSendInline lists, before any side effect.
+func (b *Broker) serveSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, inline bool) (*protocol.Command, bool) {
+	resp := b.serveSendCmd(ctx, c, req, inline)
+	if resp == errDeclined {
+		return nil, false
+	}
+	return resp, true
+}
+
+// errDeclined is serveSendCmd's answer for a send it declines inline.
+var errDeclined = &protocol.Command{}
+
+func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protocol.Command, inline bool) *protocol.Command {
 	isReply := req.Code == protocol.SendReplyMessage || req.Code == protocol.SendReplyMessageV2
 	// The ACL rule of every send code reads the topic through the same
 	// decodeSend (aclrules.go).
@@ -38,6 +75,11 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	}
 	if topic.IsSendForbidden(h.Topic) {
 		return b.errorResponse(c, req, protocol.NoPermission, "sending message to topic[%s] is forbidden", h.Topic)
+	}
+	if inline {
+		if _, ok := b.topics.Get(h.Topic); !ok || strings.HasPrefix(h.Topic, topic.RetryPrefix) {
+			return errDeclined // creates the topic, or may create a DLQ
+		}
 	}
 	tc, created, err := b.topics.CreateOnSend(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums)
 	if err != nil {
@@ -150,6 +192,9 @@ func (b *Broker) handleSend(ctx context.Context, c *remoting.Conn, req *protocol
 	st, stamped, err := b.sendStamp(msgs)
 	if err != nil {
 		return b.errorResponse(c, req, protocol.MessageIllegal, "bad %s: %v", protocol.PropProducerStamp, err)
+	}
+	if inline && (stamped || len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties)) {
+		return errDeclined
 	}
 	if stamped {
 		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, qid) })
