@@ -18,6 +18,14 @@ type Log interface {
 	MinPhyOffset() int64
 }
 
+// Viewer is a Log that can also lend its bytes without a copy (the
+// store's ViewCommitLog): b is valid only during fn. CatchUp reads
+// through it when the Log has it, since it only parses what it reads and
+// copies the few fields it keeps.
+type Viewer interface {
+	ViewCommitLog(offset int64, max int, fn func(b []byte) error) error
+}
+
 // readChunk bounds one read; it exceeds the largest record (4 MiB body
 // plus properties and header), so a whole record always fits.
 const readChunk = 16 << 20
@@ -105,7 +113,14 @@ func (f *Follower) CatchUp() int64 {
 	}
 	f.scanned = max(f.scanned, f.log.MinPhyOffset())
 	for f.scanned < end {
-		b, err := f.log.ReadCommitLog(f.scanned, readChunk)
+		var n int
+		var empty, stop bool
+		err := f.read(f.scanned, func(b []byte) error {
+			if empty = len(b) == 0; !empty {
+				n, stop = f.applyChunk(b)
+			}
+			return nil
+		})
 		if err != nil {
 			if m := f.log.MinPhyOffset(); f.scanned < m { // removed meanwhile
 				f.scanned = m
@@ -114,16 +129,28 @@ func (f *Follower) CatchUp() int64 {
 			f.logger.Error("idempotent producers: read commit log", "offset", f.scanned, "err", err)
 			return f.scanned
 		}
-		if len(b) == 0 {
+		if empty {
 			break
 		}
-		n, stop := f.applyChunk(b)
 		f.scanned += int64(n)
 		if stop {
 			break
 		}
 	}
 	return f.scanned
+}
+
+// read calls fn with up to readChunk bytes of the log from offset, lent
+// (Viewer) or copied.
+func (f *Follower) read(offset int64, fn func(b []byte) error) error {
+	if v, ok := f.log.(Viewer); ok {
+		return v.ViewCommitLog(offset, readChunk, fn)
+	}
+	b, err := f.log.ReadCommitLog(offset, readChunk)
+	if err != nil {
+		return err
+	}
+	return fn(b)
 }
 
 // Dispatched hands over a record the store's dispatcher just passed

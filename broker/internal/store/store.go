@@ -470,6 +470,15 @@ func (s *Store) ReadCommitLog(offset int64, max int) ([]byte, error) {
 	return s.cl.ReadRaw(offset, max)
 }
 
+// ViewCommitLog calls fn with up to max bytes of the commit log from
+// offset, never crossing a segment end, without copying them: b aliases
+// the mapped segment and is valid only during fn, which must not keep it
+// or write to it. For readers that parse and copy what they need (the
+// idempotent producers' follower), where a copy per read is pure cost.
+func (s *Store) ViewCommitLog(offset int64, max int, fn func(b []byte) error) error {
+	return s.cl.View(offset, func(b []byte) error { return fn(b[:min(len(b), max)]) })
+}
+
 // MaxPhyOffset returns the end of the written commit log.
 func (s *Store) MaxPhyOffset() int64 { return s.cl.MaxOffset() }
 
