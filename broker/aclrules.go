@@ -101,6 +101,7 @@ var aclRules = map[int16]accessRule{
 	protocol.NotifyBrokerRoleChanged:       {admin: true},
 	protocol.GetBrokerEpochCache:           {admin: true},
 	protocol.UpdateAndCreateACLConfig:      {admin: true},
+	protocol.GetBrokerClusterACLInfo:       {admin: true},
 	protocol.DeleteACLConfig:               {admin: true},
 	protocol.UpdateGlobalWhiteAddrsConfig:  {admin: true},
 	protocol.TideListHalfMessages:          {resolved: "lists only half messages of topics the account has PUB on (an admin sees all; handleListHalf)"},

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/tidemq/tide/broker/internal/acl"
@@ -108,6 +109,23 @@ func (b *Broker) handleUpdateGlobalWhite(ctx context.Context, c *remoting.Conn, 
 		f.GlobalWhiteRemoteAddresses = protocol.SplitList(h.GlobalWhiteAddrs)
 		return nil
 	})
+}
+
+// handleACLInfo serves GET_BROKER_CLUSTER_ACL_INFO: the version of the ACL
+// in force and, for Tide, its checksum. A broker with ACL off answers
+// SYSTEM_ERROR, as RocketMQ's (it has no plain ACL validator then).
+func (b *Broker) handleACLInfo(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
+	v := b.sec.acl
+	if v == nil {
+		return b.errorResponse(c, req, protocol.SystemError, "aclEnable is false on broker %s: there is no ACL version to show", b.addr)
+	}
+	ver := v.Version()
+	files, _ := json.Marshal(map[string]protocol.DataVersion{v.Path(): ver})
+	h := protocol.GetBrokerACLConfigResponseHeader{Version: string(ver.Encode()), AllACLFileVersion: string(files),
+		BrokerName: b.opts.BrokerName, BrokerAddr: b.addr, ClusterName: b.opts.BrokerClusterName, TideACLChecksum: v.Config().Checksum()}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.ExtFields = h.Encode()
+	return resp
 }
 
 // editACL applies edit to the broker's ACL file and answers. A broker with

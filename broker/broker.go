@@ -450,6 +450,7 @@ func (b *Broker) registerHandlers() {
 	s.HandleFunc(protocol.TideGetMetadata, b.instrument(b.handleMetadata)) // slave to master: not a client extension
 	s.HandleFunc(protocol.GetBrokerRuntimeInfo, b.instrument(b.handleRuntimeInfo))
 	s.HandleFunc(protocol.UpdateAndCreateACLConfig, b.instrument(b.handleUpdateACL))
+	s.HandleFunc(protocol.GetBrokerClusterACLInfo, b.instrument(b.handleACLInfo))
 	s.HandleFunc(protocol.DeleteACLConfig, b.instrument(b.handleDeleteACL))
 	s.HandleFunc(protocol.UpdateGlobalWhiteAddrsConfig, b.instrument(b.handleUpdateGlobalWhite))
 	if b.opts.TideExtensions { // else the server answers REQUEST_CODE_NOT_SUPPORTED, as RocketMQ does

@@ -43,3 +43,25 @@ func (a *Admin) UpdateGlobalWhiteAddrs(ctx context.Context, addr string, addrs [
 	_, err := a.call(ctx, addr, protocol.UpdateGlobalWhiteAddrsConfig, &h)
 	return err
 }
+
+// ACLVersion returns the version of the ACL in force on the broker at addr
+// (GET_BROKER_CLUSTER_ACL_INFO): its data version (the counter grows with
+// every change the broker loads), broker and cluster names and, from a
+// Tide broker, the checksum of its ACL document. A master and its slaves
+// with equal checksums enforce the same ACL. A broker with ACL off
+// answers SYSTEM_ERROR.
+func (a *Admin) ACLVersion(ctx context.Context, addr string) (*protocol.GetBrokerACLConfigResponseHeader, protocol.DataVersion, error) {
+	resp, err := a.call(ctx, addr, protocol.GetBrokerClusterACLInfo, nil)
+	if err != nil {
+		return nil, protocol.DataVersion{}, err
+	}
+	var h protocol.GetBrokerACLConfigResponseHeader
+	if err := h.Decode(resp.ExtFields); err != nil {
+		return nil, protocol.DataVersion{}, err
+	}
+	v, err := protocol.DecodeDataVersion([]byte(h.Version))
+	if err != nil {
+		return nil, protocol.DataVersion{}, err
+	}
+	return &h, v, nil
+}

@@ -272,4 +272,13 @@ func TestReload(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "missing.yml"), 0, nil); err == nil {
 		t.Error("missing file opened")
 	}
+	// The version counts the loaded changes: the first load and the one
+	// edit; the broken edit and a rewrite of the same content count nothing.
+	write(strings.Replace(sample, "topicA=DENY", "topicA=PUB", 1))
+	if _, err := v.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if ver := v.Version(); ver.Counter != 2 || ver.Timestamp == 0 {
+		t.Errorf("version %+v, want counter 2", ver)
+	}
 }

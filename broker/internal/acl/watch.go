@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidemq/tide/broker/internal/clock"
+	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
 // DefaultReloadInterval is how often a Validator looks at its file
@@ -24,8 +27,9 @@ type Validator struct {
 	log  *slog.Logger
 	cfg  atomic.Pointer[Config]
 
-	mu  sync.Mutex // serialises reloads
-	sum [sha256.Size]byte
+	mu      sync.Mutex // serialises reloads; guards sum and version
+	sum     [sha256.Size]byte
+	version protocol.DataVersion
 
 	editMu sync.Mutex // serialises Update and Replace (read, edit, write)
 
@@ -87,8 +91,21 @@ func (v *Validator) Reload() (bool, error) {
 	}
 	v.sum = sum
 	v.cfg.Store(cfg)
+	v.version = protocol.DataVersion{Timestamp: clock.Now().UnixMilli(), Counter: v.version.Counter + 1}
 	v.log.Info("acl configuration loaded", "file", v.path, "accounts", cfg.Accounts(), "globalWhiteRemoteAddresses", len(cfg.globalWhite))
 	return true, nil
+}
+
+// Version is the data version of the configuration in force, as
+// RocketMQ's plain ACL keeps it: the counter is 1 after the first load
+// and grows by one with every change loaded (an edit of the file, an
+// admin request, the master's document in a metadata sync); the timestamp
+// is when that change was loaded (ms). A reload of identical content
+// changes nothing.
+func (v *Validator) Version() protocol.DataVersion {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.version
 }
 
 func (v *Validator) watch(interval time.Duration) {

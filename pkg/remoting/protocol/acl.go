@@ -20,7 +20,29 @@ const (
 	// UpdateGlobalWhiteAddrsConfig: UpdateGlobalWhiteAddrsConfigRequestHeader;
 	// replaces globalWhiteRemoteAddresses.
 	UpdateGlobalWhiteAddrsConfig int16 = 53
+	// GetBrokerClusterACLInfo: no header; the answer is
+	// GetBrokerACLConfigResponseHeader, the version of the broker's ACL
+	// (what mqadmin clusterAclConfigVersion shows).
+	GetBrokerClusterACLInfo int16 = 52
 )
+
+// GetBrokerACLConfigResponseHeader answers GET_BROKER_CLUSTER_ACL_INFO
+// (52; Java GetBrokerAclConfigResponseHeader). Version is the ACL's
+// DataVersion as JSON ({"timestamp":ms,"counter":n}: the counter grows on
+// every change the broker loads); allAclFileVersion maps the ACL file's
+// path to that version (RocketMQ 4.9.3 and later). TideACLChecksum is
+// Tide's: ACLChecksum of the document in force, equal on a master and its
+// slaves once the metadata sync has carried the master's ACL over.
+//
+//rmq:codec
+type GetBrokerACLConfigResponseHeader struct {
+	Version           string `rmq:"version,required"`
+	AllACLFileVersion string `rmq:"allAclFileVersion,omitempty"`
+	BrokerName        string `rmq:"brokerName,required"`
+	BrokerAddr        string `rmq:"brokerAddr,required"`
+	ClusterName       string `rmq:"clusterName,required"`
+	TideACLChecksum   string `rmq:"tideAclChecksum,omitempty"`
+}
 
 // CreateAccessConfigRequestHeader is UPDATE_AND_CREATE_ACL_CONFIG (50; Java
 // CreateAccessConfigRequestHeader). Required: accessKey. For an existing

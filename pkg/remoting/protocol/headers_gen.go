@@ -3,6 +3,34 @@
 package protocol
 
 // Encode implements Header.
+func (h *GetBrokerACLConfigResponseHeader) Encode() map[string]string {
+	m := make(map[string]string, 6)
+	m["version"] = h.Version
+	if h.AllACLFileVersion != "" {
+		m["allAclFileVersion"] = h.AllACLFileVersion
+	}
+	m["brokerName"] = h.BrokerName
+	m["brokerAddr"] = h.BrokerAddr
+	m["clusterName"] = h.ClusterName
+	if h.TideACLChecksum != "" {
+		m["tideAclChecksum"] = h.TideACLChecksum
+	}
+	return m
+}
+
+// Decode implements Header.
+func (h *GetBrokerACLConfigResponseHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext}
+	h.Version = r.str("version", true)
+	h.AllACLFileVersion = r.str("allAclFileVersion", false)
+	h.BrokerName = r.str("brokerName", true)
+	h.BrokerAddr = r.str("brokerAddr", true)
+	h.ClusterName = r.str("clusterName", true)
+	h.TideACLChecksum = r.str("tideAclChecksum", false)
+	return r.err
+}
+
+// Encode implements Header.
 func (h *CreateAccessConfigRequestHeader) Encode() map[string]string {
 	m := make(map[string]string, 8)
 	m["accessKey"] = h.AccessKey

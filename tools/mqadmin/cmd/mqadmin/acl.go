@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -118,4 +119,69 @@ func runUpdateGlobalWhiteAddr(ctx context.Context, e *cli, args []string) error 
 	return e.aclChange(ctx, co, "update globalWhiteRemoteAddresses", resolve, func(ctx context.Context, a *mqclient.Admin, addr string) error {
 		return a.UpdateGlobalWhiteAddrs(ctx, addr, list)
 	})
+}
+
+// aclVersionRow is one broker's line of clusterAclConfigVersion.
+type aclVersionRow struct {
+	Cluster    string `json:"cluster"`
+	BrokerName string `json:"brokerName"`
+	BrokerID   int64  `json:"brokerId"`
+	Addr       string `json:"addr"`
+	Counter    int64  `json:"aclConfigVersionNum,omitempty"`
+	UpdatedAt  int64  `json:"aclLastUpdateTime,omitempty"`
+	Checksum   string `json:"aclChecksum,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// runClusterACLVersion is RocketMQ's clusterAclConfigVersion: the ACL
+// version of every broker (slaves included, so an operator sees whether
+// they copied their master's ACL: equal checksums), or of one.
+func runClusterACLVersion(ctx context.Context, e *cli, args []string) error {
+	fs, co := e.flags("clusterAclConfigVersion", "(-c cluster | -b brokerAddr)")
+	addr := fs.String("b", "", "this broker address")
+	cluster := fs.String("c", "", "every broker of this cluster, slaves included")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (*cluster == "") == (*addr == "") {
+		return usagef("exactly one of -c cluster or -b brokerAddr is required")
+	}
+	a, err := e.admin(ctx, co)
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	ts, err := targets(ctx, a, *addr, *cluster, false)
+	if err != nil {
+		return err
+	}
+	var rows []aclVersionRow
+	failed := 0
+	for _, t := range ts {
+		cctx, cancel := context.WithTimeout(ctx, co.timeout)
+		h, v, err := a.ACLVersion(cctx, t.Addr)
+		cancel()
+		r := aclVersionRow{Cluster: t.Cluster, BrokerName: t.BrokerName, BrokerID: t.BrokerID, Addr: t.Addr}
+		if err != nil {
+			r.Error, failed = err.Error(), failed+1
+		} else {
+			r.Cluster, r.BrokerName = h.ClusterName, h.BrokerName
+			r.Counter, r.UpdatedAt, r.Checksum = v.Counter, v.Timestamp, h.TideACLChecksum
+		}
+		rows = append(rows, r)
+	}
+	err = e.emit(co.json, rows, func(tw *tabwriter.Writer) {
+		row(tw, "#Cluster Name", "#Broker Name", "#Broker Addr", "#AclConfigVersionNum", "#AclLastUpdateTime", "#AclChecksum")
+		for _, r := range rows {
+			if r.Error != "" {
+				row(tw, r.Cluster, r.BrokerName, r.Addr, "FAILED: "+r.Error)
+				continue
+			}
+			row(tw, r.Cluster, r.BrokerName, r.Addr, r.Counter, fmtTime(time.UnixMilli(r.UpdatedAt)), r.Checksum)
+		}
+	})
+	if err == nil && failed > 0 {
+		return fmt.Errorf("ACL version failed on %d of %d brokers: %w", failed, len(rows), errFailed)
+	}
+	return err
 }

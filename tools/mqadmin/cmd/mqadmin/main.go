@@ -72,6 +72,7 @@ func commands() []command {
 		{"updateAclConfig", "acl", "create or update an ACL account (admin account needed)", runUpdateACLConfig},
 		{"deleteAclConfig", "acl", "delete an ACL account", runDeleteACLConfig},
 		{"updateGlobalWhiteAddr", "acl", "replace the ACL's globalWhiteRemoteAddresses", runUpdateGlobalWhiteAddr},
+		{"clusterAclConfigVersion", "acl", "the ACL version and checksum of each broker (admin account needed)", runClusterACLVersion},
 		{"getControllerMetaData", "controller", "each controller node's group, leader and role (-a controllerAddr)", runGetControllerMetaData},
 		{"getSyncStateSet", "controller", "a broker group's master, epochs and replicas in and out of sync", runGetSyncStateSet},
 		{"electMaster", "controller", "make an alive in-sync replica of a broker group its master", runElectMaster},
