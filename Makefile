@@ -84,7 +84,7 @@ generate: generate-headers ## regenerate the header codecs, protobuf/gRPC code (
 		protos=$$(cd $$root && find . -name '*.proto' -not -path './third_party/*' | sed 's|^\./||' | sort); \
 		[ -n "$$protos" ] || continue; \
 		echo "protoc $$root"; \
-		(cd $$root && protoc -I . -I /usr/include --plugin=protoc-gen-go=$$gengo --plugin=protoc-gen-go-grpc=$$gengrpc \
+		(cd $$root && protoc -I . -I $(CURDIR)/services/kit -I /usr/include --plugin=protoc-gen-go=$$gengo --plugin=protoc-gen-go-grpc=$$gengrpc \
 			--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. $$protos) || exit 1; \
 	done
 	@for d in $$(ls -d services/*/cmd/*/ 2>/dev/null); do \

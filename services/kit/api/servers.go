@@ -7,9 +7,9 @@ import (
 )
 
 // Listen is what a service's configuration says about one of its servers:
-// the generated conf.Server_HTTP and conf.Server_GRPC messages of every
-// service satisfy it (a nil message is fine: its getters answer zero
-// values, and zero values keep Kratos's defaults).
+// the generated kit/conf Server_HTTP and Server_GRPC messages, which every
+// service's configuration holds, satisfy it (a nil message is fine: its
+// getters answer zero values, and zero values keep Kratos's defaults).
 type Listen interface {
 	GetNetwork() string
 	GetAddr() string

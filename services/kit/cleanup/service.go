@@ -9,8 +9,8 @@ import (
 )
 
 // Config is what a service's configuration says about its cleanup: the
-// generated conf.Cleanup message of every service satisfies it (a nil
-// message keeps the defaults).
+// generated kit/conf Cleanup message, which every service's configuration
+// holds, satisfies it (a nil message keeps the defaults).
 type Config interface {
 	GetRetention() *durationpb.Duration
 	GetInterval() *durationpb.Duration

@@ -32,7 +32,8 @@ func Ping(ctx context.Context, db *gorm.DB, rdb *redis.Client) error {
 }
 
 // RedisConfig is what a service's configuration says about Redis: the
-// generated conf.Data_Redis of inventory and payment satisfies it.
+// generated kit/conf Data_Redis (inventory and payment use it this way)
+// satisfies it.
 type RedisConfig interface {
 	GetAddr() string
 	GetPassword() string

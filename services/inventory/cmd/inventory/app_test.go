@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/kit/boot/boottest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/mq/mqtest"
 )
 
@@ -29,10 +31,10 @@ func TestAppStartsAndStops(t *testing.T) {
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	httpAddr := testenv.FreeAddr(t)
 	app, cleanup, err := wireApp(
-		&conf.Server{Http: &conf.Server_HTTP{Addr: httpAddr}, Grpc: &conf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
-		&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true}, Redis: &conf.Data_Redis{Addr: rd.Addr()}},
+		&kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
+		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, ConsumerGroup: eventv1.GroupInventory},
-		&conf.Fault{}, &conf.Reconcile{OrderGrpcAddr: testenv.FreeAddr(t), Interval: durationpb.New(time.Hour)}, &conf.Cleanup{},
+		&conf.Fault{}, &conf.Reconcile{OrderGrpcAddr: testenv.FreeAddr(t), Interval: durationpb.New(time.Hour)}, &kitconf.Cleanup{},
 		log.NewStdLogger(io.Discard), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,11 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // wireApp builds the kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		wire.Bind(new(service.Relay), new(*data.Outbox)), newReadiness, newApp))
 }

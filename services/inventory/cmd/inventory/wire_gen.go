@@ -10,17 +10,18 @@ import (
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
-	"github.com/tidemq/tide/services/inventory/internal/conf"
+	conf2 "github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/conf"
 	"log/slog"
 )
 
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, reconcile *conf.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err

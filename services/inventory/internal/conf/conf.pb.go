@@ -11,6 +11,7 @@
 package conf
 
 import (
+	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -28,13 +29,13 @@ const (
 
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Server        *conf.Server           `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Data          *conf.Data             `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,5,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
-	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
-	Cleanup       *Cleanup               `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
+	Observability *conf.Observability    `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *conf.Cleanup          `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -69,14 +70,14 @@ func (*Bootstrap) Descriptor() ([]byte, []int) {
 	return file_internal_conf_conf_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *Bootstrap) GetServer() *Server {
+func (x *Bootstrap) GetServer() *conf.Server {
 	if x != nil {
 		return x.Server
 	}
 	return nil
 }
 
-func (x *Bootstrap) GetData() *Data {
+func (x *Bootstrap) GetData() *conf.Data {
 	if x != nil {
 		return x.Data
 	}
@@ -104,120 +105,16 @@ func (x *Bootstrap) GetReconcile() *Reconcile {
 	return nil
 }
 
-func (x *Bootstrap) GetObservability() *Observability {
+func (x *Bootstrap) GetObservability() *conf.Observability {
 	if x != nil {
 		return x.Observability
 	}
 	return nil
 }
 
-func (x *Bootstrap) GetCleanup() *Cleanup {
+func (x *Bootstrap) GetCleanup() *conf.Cleanup {
 	if x != nil {
 		return x.Cleanup
-	}
-	return nil
-}
-
-type Server struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Http          *Server_HTTP           `protobuf:"bytes,1,opt,name=http,proto3" json:"http,omitempty"`
-	Grpc          *Server_GRPC           `protobuf:"bytes,2,opt,name=grpc,proto3" json:"grpc,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server) Reset() {
-	*x = Server{}
-	mi := &file_internal_conf_conf_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server) ProtoMessage() {}
-
-func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server.ProtoReflect.Descriptor instead.
-func (*Server) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *Server) GetHttp() *Server_HTTP {
-	if x != nil {
-		return x.Http
-	}
-	return nil
-}
-
-func (x *Server) GetGrpc() *Server_GRPC {
-	if x != nil {
-		return x.Grpc
-	}
-	return nil
-}
-
-type Data struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      *Data_Database         `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
-	Redis         *Data_Redis            `protobuf:"bytes,2,opt,name=redis,proto3" json:"redis,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data) Reset() {
-	*x = Data{}
-	mi := &file_internal_conf_conf_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data) ProtoMessage() {}
-
-func (x *Data) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data.ProtoReflect.Descriptor instead.
-func (*Data) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Data) GetDatabase() *Data_Database {
-	if x != nil {
-		return x.Database
-	}
-	return nil
-}
-
-func (x *Data) GetRedis() *Data_Redis {
-	if x != nil {
-		return x.Redis
 	}
 	return nil
 }
@@ -243,7 +140,7 @@ type Messaging struct {
 
 func (x *Messaging) Reset() {
 	*x = Messaging{}
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
+	mi := &file_internal_conf_conf_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +152,7 @@ func (x *Messaging) String() string {
 func (*Messaging) ProtoMessage() {}
 
 func (x *Messaging) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
+	mi := &file_internal_conf_conf_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +165,7 @@ func (x *Messaging) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Messaging.ProtoReflect.Descriptor instead.
 func (*Messaging) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Messaging) GetNameServers() string {
@@ -338,7 +235,7 @@ type Fault struct {
 
 func (x *Fault) Reset() {
 	*x = Fault{}
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +247,7 @@ func (x *Fault) String() string {
 func (*Fault) ProtoMessage() {}
 
 func (x *Fault) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +260,7 @@ func (x *Fault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fault.ProtoReflect.Descriptor instead.
 func (*Fault) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Fault) GetAdmin() bool {
@@ -402,7 +299,7 @@ type Reconcile struct {
 
 func (x *Reconcile) Reset() {
 	*x = Reconcile{}
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +311,7 @@ func (x *Reconcile) String() string {
 func (*Reconcile) ProtoMessage() {}
 
 func (x *Reconcile) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +324,7 @@ func (x *Reconcile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reconcile.ProtoReflect.Descriptor instead.
 func (*Reconcile) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{5}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Reconcile) GetInterval() *durationpb.Duration {
@@ -451,438 +348,19 @@ func (x *Reconcile) GetMinAge() *durationpb.Duration {
 	return nil
 }
 
-type Observability struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// OTLP/HTTP traces endpoint (host:port or a URL); empty = spans are
-	// created and propagated (trace ids in logs and messages) but not
-	// exported.
-	OtlpEndpoint  string `protobuf:"bytes,1,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Observability) Reset() {
-	*x = Observability{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Observability) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Observability) ProtoMessage() {}
-
-func (x *Observability) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Observability.ProtoReflect.Descriptor instead.
-func (*Observability) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *Observability) GetOtlpEndpoint() string {
-	if x != nil {
-		return x.OtlpEndpoint
-	}
-	return ""
-}
-
-// Periodic deletion of old rows of the pattern table mq_dedup
-// (idempotent dedup records), by kit/cleanup.
-// Every instance runs it (the patterns have no lease; the
-// DELETEs are small and independent, so concurrent passes only share the
-// work).
-type Cleanup struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Rows created longer ago are deleted. Default 604800s (7 days);
-	// shorter than 288000s (80 h) is refused: a dedup record must
-	// outlive every redelivery of its message (retries ~4 h 46 min + the
-	// DLQ's 72 h retention + replays).
-	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
-	// Time between passes (default 3600s); the first pass runs at start.
-	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
-	// No periodic cleanup (another job cleans the tables).
-	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Cleanup) Reset() {
-	*x = Cleanup{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Cleanup) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Cleanup) ProtoMessage() {}
-
-func (x *Cleanup) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
-func (*Cleanup) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *Cleanup) GetRetention() *durationpb.Duration {
-	if x != nil {
-		return x.Retention
-	}
-	return nil
-}
-
-func (x *Cleanup) GetInterval() *durationpb.Duration {
-	if x != nil {
-		return x.Interval
-	}
-	return nil
-}
-
-func (x *Cleanup) GetDisabled() bool {
-	if x != nil {
-		return x.Disabled
-	}
-	return false
-}
-
-type Server_HTTP struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server_HTTP) Reset() {
-	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server_HTTP) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server_HTTP) ProtoMessage() {}
-
-func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server_HTTP.ProtoReflect.Descriptor instead.
-func (*Server_HTTP) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1, 0}
-}
-
-func (x *Server_HTTP) GetNetwork() string {
-	if x != nil {
-		return x.Network
-	}
-	return ""
-}
-
-func (x *Server_HTTP) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Server_HTTP) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
-type Server_GRPC struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server_GRPC) Reset() {
-	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server_GRPC) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server_GRPC) ProtoMessage() {}
-
-func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server_GRPC.ProtoReflect.Descriptor instead.
-func (*Server_GRPC) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1, 1}
-}
-
-func (x *Server_GRPC) GetNetwork() string {
-	if x != nil {
-		return x.Network
-	}
-	return ""
-}
-
-func (x *Server_GRPC) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Server_GRPC) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
-type Data_Database struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// go-sql-driver DSN (MariaDB/MySQL); parseTime=true is required.
-	Source       string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
-	MaxOpenConns int32  `protobuf:"varint,2,opt,name=max_open_conns,json=maxOpenConns,proto3" json:"max_open_conns,omitempty"`
-	// Run the embedded migrations (schema and seed products) at start.
-	Migrate       bool `protobuf:"varint,3,opt,name=migrate,proto3" json:"migrate,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data_Database) Reset() {
-	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data_Database) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data_Database) ProtoMessage() {}
-
-func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data_Database.ProtoReflect.Descriptor instead.
-func (*Data_Database) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2, 0}
-}
-
-func (x *Data_Database) GetSource() string {
-	if x != nil {
-		return x.Source
-	}
-	return ""
-}
-
-func (x *Data_Database) GetMaxOpenConns() int32 {
-	if x != nil {
-		return x.MaxOpenConns
-	}
-	return 0
-}
-
-func (x *Data_Database) GetMigrate() bool {
-	if x != nil {
-		return x.Migrate
-	}
-	return false
-}
-
-type Data_Redis struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	Addr         string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`
-	Password     string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
-	Db           int32                  `protobuf:"varint,3,opt,name=db,proto3" json:"db,omitempty"`
-	DialTimeout  *durationpb.Duration   `protobuf:"bytes,4,opt,name=dial_timeout,json=dialTimeout,proto3" json:"dial_timeout,omitempty"`
-	ReadTimeout  *durationpb.Duration   `protobuf:"bytes,5,opt,name=read_timeout,json=readTimeout,proto3" json:"read_timeout,omitempty"`
-	WriteTimeout *durationpb.Duration   `protobuf:"bytes,6,opt,name=write_timeout,json=writeTimeout,proto3" json:"write_timeout,omitempty"`
-	// How long the consumer fast-path dedup marks live.
-	DedupTtl      *durationpb.Duration `protobuf:"bytes,7,opt,name=dedup_ttl,json=dedupTtl,proto3" json:"dedup_ttl,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data_Redis) Reset() {
-	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data_Redis) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data_Redis) ProtoMessage() {}
-
-func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data_Redis.ProtoReflect.Descriptor instead.
-func (*Data_Redis) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2, 1}
-}
-
-func (x *Data_Redis) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Data_Redis) GetPassword() string {
-	if x != nil {
-		return x.Password
-	}
-	return ""
-}
-
-func (x *Data_Redis) GetDb() int32 {
-	if x != nil {
-		return x.Db
-	}
-	return 0
-}
-
-func (x *Data_Redis) GetDialTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.DialTimeout
-	}
-	return nil
-}
-
-func (x *Data_Redis) GetReadTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.ReadTimeout
-	}
-	return nil
-}
-
-func (x *Data_Redis) GetWriteTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.WriteTimeout
-	}
-	return nil
-}
-
-func (x *Data_Redis) GetDedupTtl() *durationpb.Duration {
-	if x != nil {
-		return x.DedupTtl
-	}
-	return nil
-}
-
 var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9f\x03\n" +
-	"\tBootstrap\x123\n" +
-	"\x06server\x18\x01 \x01(\v2\x1b.tide.inventory.conf.ServerR\x06server\x12-\n" +
-	"\x04data\x18\x02 \x01(\v2\x19.tide.inventory.conf.DataR\x04data\x12<\n" +
+	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\x87\x03\n" +
+	"\tBootstrap\x12-\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
+	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12<\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\x120\n" +
 	"\x05fault\x18\x04 \x01(\v2\x1a.tide.inventory.conf.FaultR\x05fault\x12<\n" +
-	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\x12H\n" +
-	"\robservability\x18\x06 \x01(\v2\".tide.inventory.conf.ObservabilityR\robservability\x126\n" +
-	"\acleanup\x18\a \x01(\v2\x1c.tide.inventory.conf.CleanupR\acleanup\"\xca\x02\n" +
-	"\x06Server\x124\n" +
-	"\x04http\x18\x01 \x01(\v2 .tide.inventory.conf.Server.HTTPR\x04http\x124\n" +
-	"\x04grpc\x18\x02 \x01(\v2 .tide.inventory.conf.Server.GRPCR\x04grpc\x1ai\n" +
-	"\x04HTTP\x12\x18\n" +
-	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\x123\n" +
-	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1ai\n" +
-	"\x04GRPC\x12\x18\n" +
-	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\x123\n" +
-	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\x9f\x04\n" +
-	"\x04Data\x12>\n" +
-	"\bdatabase\x18\x01 \x01(\v2\".tide.inventory.conf.Data.DatabaseR\bdatabase\x125\n" +
-	"\x05redis\x18\x02 \x01(\v2\x1f.tide.inventory.conf.Data.RedisR\x05redis\x1ab\n" +
-	"\bDatabase\x12\x16\n" +
-	"\x06source\x18\x01 \x01(\tR\x06source\x12$\n" +
-	"\x0emax_open_conns\x18\x02 \x01(\x05R\fmaxOpenConns\x12\x18\n" +
-	"\amigrate\x18\x03 \x01(\bR\amigrate\x1a\xbb\x02\n" +
-	"\x05Redis\x12\x12\n" +
-	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1a\n" +
-	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x0e\n" +
-	"\x02db\x18\x03 \x01(\x05R\x02db\x12<\n" +
-	"\fdial_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vdialTimeout\x12<\n" +
-	"\fread_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
-	"\rwrite_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\x126\n" +
-	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\"\xab\x02\n" +
+	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\x12B\n" +
+	"\robservability\x18\x06 \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
+	"\acleanup\x18\a \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\"\xab\x02\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
@@ -900,13 +378,7 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\tReconcile\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12&\n" +
 	"\x0forder_grpc_addr\x18\x02 \x01(\tR\rorderGrpcAddr\x122\n" +
-	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAge\"4\n" +
-	"\rObservability\x12#\n" +
-	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
-	"\aCleanup\x127\n" +
-	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
-	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
-	"\bdisabled\x18\x03 \x01(\bR\bdisabledB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
+	"\amin_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06minAgeB>Z<github.com/tidemq/tide/services/inventory/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -920,50 +392,34 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.inventory.conf.Bootstrap
-	(*Server)(nil),              // 1: tide.inventory.conf.Server
-	(*Data)(nil),                // 2: tide.inventory.conf.Data
-	(*Messaging)(nil),           // 3: tide.inventory.conf.Messaging
-	(*Fault)(nil),               // 4: tide.inventory.conf.Fault
-	(*Reconcile)(nil),           // 5: tide.inventory.conf.Reconcile
-	(*Observability)(nil),       // 6: tide.inventory.conf.Observability
-	(*Cleanup)(nil),             // 7: tide.inventory.conf.Cleanup
-	(*Server_HTTP)(nil),         // 8: tide.inventory.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 9: tide.inventory.conf.Server.GRPC
-	(*Data_Database)(nil),       // 10: tide.inventory.conf.Data.Database
-	(*Data_Redis)(nil),          // 11: tide.inventory.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 12: google.protobuf.Duration
+	(*Messaging)(nil),           // 1: tide.inventory.conf.Messaging
+	(*Fault)(nil),               // 2: tide.inventory.conf.Fault
+	(*Reconcile)(nil),           // 3: tide.inventory.conf.Reconcile
+	(*conf.Server)(nil),         // 4: tide.kit.conf.Server
+	(*conf.Data)(nil),           // 5: tide.kit.conf.Data
+	(*conf.Observability)(nil),  // 6: tide.kit.conf.Observability
+	(*conf.Cleanup)(nil),        // 7: tide.kit.conf.Cleanup
+	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
-	1,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.inventory.conf.Server
-	2,  // 1: tide.inventory.conf.Bootstrap.data:type_name -> tide.inventory.conf.Data
-	3,  // 2: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
-	4,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
-	5,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
-	6,  // 5: tide.inventory.conf.Bootstrap.observability:type_name -> tide.inventory.conf.Observability
-	7,  // 6: tide.inventory.conf.Bootstrap.cleanup:type_name -> tide.inventory.conf.Cleanup
-	8,  // 7: tide.inventory.conf.Server.http:type_name -> tide.inventory.conf.Server.HTTP
-	9,  // 8: tide.inventory.conf.Server.grpc:type_name -> tide.inventory.conf.Server.GRPC
-	10, // 9: tide.inventory.conf.Data.database:type_name -> tide.inventory.conf.Data.Database
-	11, // 10: tide.inventory.conf.Data.redis:type_name -> tide.inventory.conf.Data.Redis
-	12, // 11: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
-	12, // 12: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	12, // 13: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
-	12, // 14: tide.inventory.conf.Cleanup.retention:type_name -> google.protobuf.Duration
-	12, // 15: tide.inventory.conf.Cleanup.interval:type_name -> google.protobuf.Duration
-	12, // 16: tide.inventory.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	12, // 17: tide.inventory.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	12, // 18: tide.inventory.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	12, // 19: tide.inventory.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	12, // 20: tide.inventory.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	12, // 21: tide.inventory.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	4,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
+	5,  // 1: tide.inventory.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
+	1,  // 2: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
+	2,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
+	3,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
+	6,  // 5: tide.inventory.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
+	7,  // 6: tide.inventory.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
+	8,  // 7: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
+	8,  // 8: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	8,  // 9: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -977,7 +433,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

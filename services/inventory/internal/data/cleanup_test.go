@@ -7,9 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // The wired cleanup deletes the mq_dedup rows older than the default
@@ -19,6 +19,6 @@ func TestCleanupDeletesOldRows(t *testing.T) {
 	d, _ := newTestData(t)
 	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Dedup: "mq_dedup"}, cleanup.DefaultRetention, cleanup.ErrInvalidOptions,
 		func(r *durationpb.Duration) (*cleanup.Service, error) {
-			return NewCleanup(&conf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
+			return NewCleanup(&kitconf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
 		})
 }

@@ -10,18 +10,16 @@ import (
 	"log/slog"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/mq"
 	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/kit/telemetry"
@@ -47,27 +45,17 @@ type txKey struct{}
 
 // NewData connects to the database (running the embedded migrations when
 // c.Database.Migrate is set) and to Redis. cleanup closes both.
-func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
+func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 	if c.GetDatabase().GetSource() == "" {
 		return nil, nil, errors.New("data: database source is empty")
 	}
-	dsn, err := readCommitted(c.GetDatabase().GetSource())
+	dsn, err := store.ReadCommitted(c.GetDatabase().GetSource())
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-	})
+	db, sqlDB, err := store.Open(dsn, int(c.GetDatabase().GetMaxOpenConns()))
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: open database: %w", err)
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
-	}
-	if n := c.GetDatabase().GetMaxOpenConns(); n > 0 {
-		sqlDB.SetMaxOpenConns(int(n))
+		return nil, nil, err
 	}
 	if c.GetDatabase().GetMigrate() {
 		if err := Migrate(c.GetDatabase().GetSource()); err != nil {
@@ -76,49 +64,7 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 		}
 	}
 	rdb := store.NewRedis(c.GetRedis())
-	d := &Data{db: db, rdb: rdb, log: l}
-	cleanup := func() {
-		if err := rdb.Close(); err != nil {
-			l.Warn("data: close redis", "err", err)
-		}
-		if err := sqlDB.Close(); err != nil {
-			l.Warn("data: close database", "err", err)
-		}
-	}
-	return d, cleanup, nil
-}
-
-// readCommitted returns dsn with the session isolation level set to READ
-// COMMITTED on every connection. The consumers' transactions are opened by
-// pkg/mqclient/idempotent (not by InTx), and REPEATABLE READ's gap locks on
-// absent reservation rows make concurrent Reserves of new orders deadlock
-// (see InTx). MariaDB before 11.1 names the variable tx_isolation, MySQL
-// and newer MariaDB transaction_isolation: ask the server which it has.
-func readCommitted(dsn string) (string, error) {
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("data: database source: %w", err)
-	}
-	probe, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return "", fmt.Errorf("data: open database: %w", err)
-	}
-	defer probe.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := "transaction_isolation"
-	var v string
-	if err := probe.QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&v); err != nil {
-		if err2 := probe.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&v); err2 != nil {
-			return "", fmt.Errorf("data: isolation level: %w", errors.Join(err, err2))
-		}
-		name = "tx_isolation"
-	}
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	cfg.Params[name] = "'READ-COMMITTED'"
-	return cfg.FormatDSN(), nil
+	return &Data{db: db, rdb: rdb, log: l}, store.Closer(l, rdb, sqlDB), nil
 }
 
 // WithTx returns ctx carrying tx, so that repositories and InTx called

@@ -8,9 +8,12 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // newTestData returns Data on a fresh migrated MariaDB database and a
@@ -19,9 +22,9 @@ func newTestData(t *testing.T) (*Data, *testenv.RedisServer) {
 	t.Helper()
 	db := testenv.MariaDB(t)
 	r := testenv.Redis(t)
-	d, cleanup, err := NewData(&conf.Data{
-		Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis:    &conf.Data_Redis{Addr: r.Addr()},
+	d, cleanup, err := NewData(&kitconf.Data{
+		Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)},
+		Redis:    &kitconf.Data_Redis{Addr: r.Addr()},
 	}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +48,8 @@ func TestDataMigrateSeedsProductsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, cleanup, err := NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis: &conf.Data_Redis{Addr: testenv.Redis(t).Addr()}}, slog.Default())
+	d, cleanup, err := NewData(&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)},
+		Redis: &kitconf.Data_Redis{Addr: testenv.Redis(t).Addr()}}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

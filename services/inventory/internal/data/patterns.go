@@ -12,6 +12,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/kit/cleanup"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/consume"
 )
 
@@ -38,9 +39,9 @@ func NewDedup(d *Data, c *conf.Messaging, reg prometheus.Registerer, l *slog.Log
 
 // NewCleanup returns the periodic cleanup of the service's mq_dedup rows
 // (kit/cleanup; retention, interval and why the retention has a floor
-// are in conf.Cleanup). Its counter tide_cleanup_deleted_rows_total{table}
+// are in kitconf.Cleanup). Its counter tide_cleanup_deleted_rows_total{table}
 // goes to reg.
-func NewCleanup(c *conf.Cleanup, d *Data, reg prometheus.Registerer, l *slog.Logger) (*cleanup.Service, error) {
+func NewCleanup(c *kitconf.Cleanup, d *Data, reg prometheus.Registerer, l *slog.Logger) (*cleanup.Service, error) {
 	return cleanup.NewService(d.db, "inventory-cleanup", c, cleanup.Options{DedupTable: idempotent.DefaultTable,
 		Logger: l.With("module", "inventory/cleanup"), Registerer: reg})
 }

@@ -9,8 +9,8 @@ import (
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/services/kit/api"
 
-	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
@@ -20,7 +20,7 @@ import (
 // runs), /readyz (database and Redis answer), /metrics (Prometheus),
 // /v1/faults (fault switches, when fault.admin is on) and /v1/reconcile
 // (the reservations job).
-func NewHTTPServer(c *conf.Server, s *service.InventoryService, in *api.Input, ready api.Ready, faults *fault.Set, reg *prometheus.Registry,
+func NewHTTPServer(c *kitconf.Server, s *service.InventoryService, in *api.Input, ready api.Ready, faults *fault.Set, reg *prometheus.Registry,
 	recon *rechttp.Jobs) *http.Server {
 	srv := in.NewHTTPServer(c.GetHttp())
 	api.RegisterHealth(srv, ready)

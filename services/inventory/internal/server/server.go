@@ -15,6 +15,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
@@ -23,7 +24,7 @@ var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, N
 
 // NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
 // Kratos itself).
-func NewGRPCServer(c *conf.Server, s *service.InventoryService, in *api.Input) *grpc.Server {
+func NewGRPCServer(c *kitconf.Server, s *service.InventoryService, in *api.Input) *grpc.Server {
 	srv := in.NewGRPCServer(c.GetGrpc())
 	v1.RegisterInventoryServer(srv, s)
 	return srv

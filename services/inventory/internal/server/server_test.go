@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-kratos/kratos/v2/log"
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/api/apitest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
@@ -73,8 +75,8 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, DuplicateDelivery: duplicate,
 		AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
-	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
+	d, cleanup, err := data.NewData(&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)},
+		Redis: &kitconf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 		t.Fatal(err)
 	}
 	recon := biz.NewReservationsJob(&conf.Reconcile{MinAge: durationpb.New(0)}, d, orders, uc, repairs)
-	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	sc := &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &kitconf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	cs, err := NewConsumerServer(mc, mcl, svc, ob, faults, reg, l)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
@@ -20,6 +21,6 @@ import (
 )
 
 // wireApp init kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, newReadiness, newApp))
 }

@@ -9,8 +9,9 @@ package main
 import (
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/log"
+	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
-	"github.com/tidemq/tide/services/order/internal/conf"
+	conf2 "github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/data"
 	"github.com/tidemq/tide/services/order/internal/server"
 	"github.com/tidemq/tide/services/order/internal/service"
@@ -20,7 +21,7 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf.MQ, order *conf.Order, inventory *conf.Inventory, fault *conf.Fault, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *conf2.Order, inventory *conf2.Inventory, fault *conf2.Fault, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err

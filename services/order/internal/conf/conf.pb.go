@@ -11,6 +11,7 @@
 package conf
 
 import (
+	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -28,13 +29,13 @@ const (
 
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Server        *conf.Server           `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Data          *conf.Data             `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Mq            *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
 	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
-	Observability *Observability         `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
-	Cleanup       *Cleanup               `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
+	Observability *conf.Observability    `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *conf.Cleanup          `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	Inventory     *Inventory             `protobuf:"bytes,8,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -70,14 +71,14 @@ func (*Bootstrap) Descriptor() ([]byte, []int) {
 	return file_internal_conf_conf_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *Bootstrap) GetServer() *Server {
+func (x *Bootstrap) GetServer() *conf.Server {
 	if x != nil {
 		return x.Server
 	}
 	return nil
 }
 
-func (x *Bootstrap) GetData() *Data {
+func (x *Bootstrap) GetData() *conf.Data {
 	if x != nil {
 		return x.Data
 	}
@@ -105,14 +106,14 @@ func (x *Bootstrap) GetFault() *Fault {
 	return nil
 }
 
-func (x *Bootstrap) GetObservability() *Observability {
+func (x *Bootstrap) GetObservability() *conf.Observability {
 	if x != nil {
 		return x.Observability
 	}
 	return nil
 }
 
-func (x *Bootstrap) GetCleanup() *Cleanup {
+func (x *Bootstrap) GetCleanup() *conf.Cleanup {
 	if x != nil {
 		return x.Cleanup
 	}
@@ -122,110 +123,6 @@ func (x *Bootstrap) GetCleanup() *Cleanup {
 func (x *Bootstrap) GetInventory() *Inventory {
 	if x != nil {
 		return x.Inventory
-	}
-	return nil
-}
-
-type Server struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Http          *Server_HTTP           `protobuf:"bytes,1,opt,name=http,proto3" json:"http,omitempty"`
-	Grpc          *Server_GRPC           `protobuf:"bytes,2,opt,name=grpc,proto3" json:"grpc,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server) Reset() {
-	*x = Server{}
-	mi := &file_internal_conf_conf_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server) ProtoMessage() {}
-
-func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server.ProtoReflect.Descriptor instead.
-func (*Server) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *Server) GetHttp() *Server_HTTP {
-	if x != nil {
-		return x.Http
-	}
-	return nil
-}
-
-func (x *Server) GetGrpc() *Server_GRPC {
-	if x != nil {
-		return x.Grpc
-	}
-	return nil
-}
-
-type Data struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Database      *Data_Database         `protobuf:"bytes,1,opt,name=database,proto3" json:"database,omitempty"`
-	Redis         *Data_Redis            `protobuf:"bytes,2,opt,name=redis,proto3" json:"redis,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data) Reset() {
-	*x = Data{}
-	mi := &file_internal_conf_conf_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data) ProtoMessage() {}
-
-func (x *Data) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data.ProtoReflect.Descriptor instead.
-func (*Data) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Data) GetDatabase() *Data_Database {
-	if x != nil {
-		return x.Database
-	}
-	return nil
-}
-
-func (x *Data) GetRedis() *Data_Redis {
-	if x != nil {
-		return x.Redis
 	}
 	return nil
 }
@@ -249,7 +146,7 @@ type MQ struct {
 
 func (x *MQ) Reset() {
 	*x = MQ{}
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
+	mi := &file_internal_conf_conf_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +158,7 @@ func (x *MQ) String() string {
 func (*MQ) ProtoMessage() {}
 
 func (x *MQ) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
+	mi := &file_internal_conf_conf_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +171,7 @@ func (x *MQ) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MQ.ProtoReflect.Descriptor instead.
 func (*MQ) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *MQ) GetNamesrvAddr() string {
@@ -324,7 +221,7 @@ type Order struct {
 
 func (x *Order) Reset() {
 	*x = Order{}
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +233,7 @@ func (x *Order) String() string {
 func (*Order) ProtoMessage() {}
 
 func (x *Order) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +246,7 @@ func (x *Order) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Order.ProtoReflect.Descriptor instead.
 func (*Order) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Order) GetCancelAfter() *durationpb.Duration {
@@ -387,7 +284,7 @@ type Fault struct {
 
 func (x *Fault) Reset() {
 	*x = Fault{}
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +296,7 @@ func (x *Fault) String() string {
 func (*Fault) ProtoMessage() {}
 
 func (x *Fault) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[5]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +309,7 @@ func (x *Fault) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fault.ProtoReflect.Descriptor instead.
 func (*Fault) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{5}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Fault) GetAdmin() bool {
@@ -443,125 +340,6 @@ func (x *Fault) GetDeliverTwice() bool {
 	return false
 }
 
-type Observability struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// OTLP/HTTP traces endpoint (host:port or a URL); empty = spans are
-	// created and propagated (trace ids in logs and messages) but not
-	// exported.
-	OtlpEndpoint  string `protobuf:"bytes,1,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Observability) Reset() {
-	*x = Observability{}
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Observability) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Observability) ProtoMessage() {}
-
-func (x *Observability) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Observability.ProtoReflect.Descriptor instead.
-func (*Observability) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *Observability) GetOtlpEndpoint() string {
-	if x != nil {
-		return x.OtlpEndpoint
-	}
-	return ""
-}
-
-// Periodic deletion of old rows of the pattern tables tide_tx_fence
-// (txmsg fence) and mq_dedup (idempotent dedup records), by kit/cleanup.
-// Every instance runs it (the patterns have no lease; the
-// DELETEs are small and independent, so concurrent passes only share the
-// work).
-type Cleanup struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Rows created longer ago are deleted. Default 604800s (7 days);
-	// shorter than 288000s (80 h) is refused: a fence row must
-	// outlive the broker's last check-back of its half message (~15 min by
-	// default) and a dedup record every redelivery of its message (retries
-	// ~4 h 46 min + the DLQ's 72 h retention + replays).
-	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
-	// Time between passes (default 3600s); the first pass runs at start.
-	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
-	// No periodic cleanup (another job cleans the tables).
-	Disabled      bool `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Cleanup) Reset() {
-	*x = Cleanup{}
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Cleanup) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Cleanup) ProtoMessage() {}
-
-func (x *Cleanup) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
-func (*Cleanup) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *Cleanup) GetRetention() *durationpb.Duration {
-	if x != nil {
-		return x.Retention
-	}
-	return nil
-}
-
-func (x *Cleanup) GetInterval() *durationpb.Duration {
-	if x != nil {
-		return x.Interval
-	}
-	return nil
-}
-
-func (x *Cleanup) GetDisabled() bool {
-	if x != nil {
-		return x.Disabled
-	}
-	return false
-}
-
 // The inventory service, whose catalog prices every new order (gRPC
 // GetProduct).
 type Inventory struct {
@@ -576,7 +354,7 @@ type Inventory struct {
 
 func (x *Inventory) Reset() {
 	*x = Inventory{}
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +366,7 @@ func (x *Inventory) String() string {
 func (*Inventory) ProtoMessage() {}
 
 func (x *Inventory) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[8]
+	mi := &file_internal_conf_conf_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +379,7 @@ func (x *Inventory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
 func (*Inventory) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{8}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Inventory) GetGrpcAddr() string {
@@ -618,296 +396,20 @@ func (x *Inventory) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
-type Server_HTTP struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server_HTTP) Reset() {
-	*x = Server_HTTP{}
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server_HTTP) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server_HTTP) ProtoMessage() {}
-
-func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server_HTTP.ProtoReflect.Descriptor instead.
-func (*Server_HTTP) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1, 0}
-}
-
-func (x *Server_HTTP) GetNetwork() string {
-	if x != nil {
-		return x.Network
-	}
-	return ""
-}
-
-func (x *Server_HTTP) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Server_HTTP) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
-type Server_GRPC struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Server_GRPC) Reset() {
-	*x = Server_GRPC{}
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Server_GRPC) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Server_GRPC) ProtoMessage() {}
-
-func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Server_GRPC.ProtoReflect.Descriptor instead.
-func (*Server_GRPC) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{1, 1}
-}
-
-func (x *Server_GRPC) GetNetwork() string {
-	if x != nil {
-		return x.Network
-	}
-	return ""
-}
-
-func (x *Server_GRPC) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Server_GRPC) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
-type Data_Database struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// gorm dialect; only "mysql" (MariaDB or MySQL) is supported.
-	Driver string `protobuf:"bytes,1,opt,name=driver,proto3" json:"driver,omitempty"`
-	// go-sql-driver DSN, e.g. root:pw@tcp(127.0.0.1:3306)/tide_order?parseTime=true
-	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
-	// Run the embedded SQL migrations at start (default true).
-	Migrate       *bool `protobuf:"varint,3,opt,name=migrate,proto3,oneof" json:"migrate,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data_Database) Reset() {
-	*x = Data_Database{}
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data_Database) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data_Database) ProtoMessage() {}
-
-func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data_Database.ProtoReflect.Descriptor instead.
-func (*Data_Database) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2, 0}
-}
-
-func (x *Data_Database) GetDriver() string {
-	if x != nil {
-		return x.Driver
-	}
-	return ""
-}
-
-func (x *Data_Database) GetSource() string {
-	if x != nil {
-		return x.Source
-	}
-	return ""
-}
-
-func (x *Data_Database) GetMigrate() bool {
-	if x != nil && x.Migrate != nil {
-		return *x.Migrate
-	}
-	return false
-}
-
-type Data_Redis struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	ReadTimeout   *durationpb.Duration   `protobuf:"bytes,3,opt,name=read_timeout,json=readTimeout,proto3" json:"read_timeout,omitempty"`
-	WriteTimeout  *durationpb.Duration   `protobuf:"bytes,4,opt,name=write_timeout,json=writeTimeout,proto3" json:"write_timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Data_Redis) Reset() {
-	*x = Data_Redis{}
-	mi := &file_internal_conf_conf_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Data_Redis) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Data_Redis) ProtoMessage() {}
-
-func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Data_Redis.ProtoReflect.Descriptor instead.
-func (*Data_Redis) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{2, 1}
-}
-
-func (x *Data_Redis) GetNetwork() string {
-	if x != nil {
-		return x.Network
-	}
-	return ""
-}
-
-func (x *Data_Redis) GetAddr() string {
-	if x != nil {
-		return x.Addr
-	}
-	return ""
-}
-
-func (x *Data_Redis) GetReadTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.ReadTimeout
-	}
-	return nil
-}
-
-func (x *Data_Redis) GetWriteTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.WriteTimeout
-	}
-	return nil
-}
-
 var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\x9c\x03\n" +
-	"\tBootstrap\x12/\n" +
-	"\x06server\x18\x01 \x01(\v2\x17.tide.order.conf.ServerR\x06server\x12)\n" +
-	"\x04data\x18\x02 \x01(\v2\x15.tide.order.conf.DataR\x04data\x12#\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\x94\x03\n" +
+	"\tBootstrap\x12-\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
+	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
-	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12D\n" +
-	"\robservability\x18\x06 \x01(\v2\x1e.tide.order.conf.ObservabilityR\robservability\x122\n" +
-	"\acleanup\x18\a \x01(\v2\x18.tide.order.conf.CleanupR\acleanup\x128\n" +
-	"\tinventory\x18\b \x01(\v2\x1a.tide.order.conf.InventoryR\tinventory\"\xc2\x02\n" +
-	"\x06Server\x120\n" +
-	"\x04http\x18\x01 \x01(\v2\x1c.tide.order.conf.Server.HTTPR\x04http\x120\n" +
-	"\x04grpc\x18\x02 \x01(\v2\x1c.tide.order.conf.Server.GRPCR\x04grpc\x1ai\n" +
-	"\x04HTTP\x12\x18\n" +
-	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\x123\n" +
-	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1ai\n" +
-	"\x04GRPC\x12\x18\n" +
-	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\x123\n" +
-	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\x92\x03\n" +
-	"\x04Data\x12:\n" +
-	"\bdatabase\x18\x01 \x01(\v2\x1e.tide.order.conf.Data.DatabaseR\bdatabase\x121\n" +
-	"\x05redis\x18\x02 \x01(\v2\x1b.tide.order.conf.Data.RedisR\x05redis\x1ae\n" +
-	"\bDatabase\x12\x16\n" +
-	"\x06driver\x18\x01 \x01(\tR\x06driver\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1d\n" +
-	"\amigrate\x18\x03 \x01(\bH\x00R\amigrate\x88\x01\x01B\n" +
-	"\n" +
-	"\b_migrate\x1a\xb3\x01\n" +
-	"\x05Redis\x12\x18\n" +
-	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x12\n" +
-	"\x04addr\x18\x02 \x01(\tR\x04addr\x12<\n" +
-	"\fread_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
-	"\rwrite_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\"\xca\x01\n" +
+	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12B\n" +
+	"\robservability\x18\x06 \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
+	"\acleanup\x18\a \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\x128\n" +
+	"\tinventory\x18\b \x01(\v2\x1a.tide.order.conf.InventoryR\tinventory\"\xca\x01\n" +
 	"\x02MQ\x12!\n" +
 	"\fnamesrv_addr\x18\x01 \x01(\tR\vnamesrvAddr\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12<\n" +
@@ -923,13 +425,7 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
 	"\x12crash_after_commit\x18\x02 \x01(\bR\x10crashAfterCommit\x12,\n" +
 	"\x12crash_after_effect\x18\x03 \x01(\bR\x10crashAfterEffect\x12#\n" +
-	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwice\"4\n" +
-	"\rObservability\x12#\n" +
-	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
-	"\aCleanup\x127\n" +
-	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x125\n" +
-	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x1a\n" +
-	"\bdisabled\x18\x03 \x01(\bR\bdisabled\"]\n" +
+	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwice\"]\n" +
 	"\tInventory\x12\x1b\n" +
 	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
 	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeoutB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
@@ -946,51 +442,37 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
-	(*Server)(nil),              // 1: tide.order.conf.Server
-	(*Data)(nil),                // 2: tide.order.conf.Data
-	(*MQ)(nil),                  // 3: tide.order.conf.MQ
-	(*Order)(nil),               // 4: tide.order.conf.Order
-	(*Fault)(nil),               // 5: tide.order.conf.Fault
-	(*Observability)(nil),       // 6: tide.order.conf.Observability
-	(*Cleanup)(nil),             // 7: tide.order.conf.Cleanup
-	(*Inventory)(nil),           // 8: tide.order.conf.Inventory
-	(*Server_HTTP)(nil),         // 9: tide.order.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 10: tide.order.conf.Server.GRPC
-	(*Data_Database)(nil),       // 11: tide.order.conf.Data.Database
-	(*Data_Redis)(nil),          // 12: tide.order.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
+	(*MQ)(nil),                  // 1: tide.order.conf.MQ
+	(*Order)(nil),               // 2: tide.order.conf.Order
+	(*Fault)(nil),               // 3: tide.order.conf.Fault
+	(*Inventory)(nil),           // 4: tide.order.conf.Inventory
+	(*conf.Server)(nil),         // 5: tide.kit.conf.Server
+	(*conf.Data)(nil),           // 6: tide.kit.conf.Data
+	(*conf.Observability)(nil),  // 7: tide.kit.conf.Observability
+	(*conf.Cleanup)(nil),        // 8: tide.kit.conf.Cleanup
+	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
-	1,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.order.conf.Server
-	2,  // 1: tide.order.conf.Bootstrap.data:type_name -> tide.order.conf.Data
-	3,  // 2: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
-	4,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
-	5,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
-	6,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.order.conf.Observability
-	7,  // 6: tide.order.conf.Bootstrap.cleanup:type_name -> tide.order.conf.Cleanup
-	8,  // 7: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
-	9,  // 8: tide.order.conf.Server.http:type_name -> tide.order.conf.Server.HTTP
-	10, // 9: tide.order.conf.Server.grpc:type_name -> tide.order.conf.Server.GRPC
-	11, // 10: tide.order.conf.Data.database:type_name -> tide.order.conf.Data.Database
-	12, // 11: tide.order.conf.Data.redis:type_name -> tide.order.conf.Data.Redis
-	13, // 12: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	13, // 13: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	13, // 14: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	13, // 15: tide.order.conf.Cleanup.retention:type_name -> google.protobuf.Duration
-	13, // 16: tide.order.conf.Cleanup.interval:type_name -> google.protobuf.Duration
-	13, // 17: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
-	13, // 18: tide.order.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	13, // 19: tide.order.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	13, // 20: tide.order.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	13, // 21: tide.order.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	5,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
+	6,  // 1: tide.order.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
+	1,  // 2: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
+	2,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
+	3,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
+	7,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
+	8,  // 6: tide.order.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
+	4,  // 7: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
+	9,  // 8: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	9,  // 9: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	9,  // 10: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	9,  // 11: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -998,14 +480,13 @@ func file_internal_conf_conf_proto_init() {
 	if File_internal_conf_conf_proto != nil {
 		return
 	}
-	file_internal_conf_conf_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

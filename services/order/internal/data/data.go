@@ -19,10 +19,10 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/kit/telemetry"
 	"github.com/tidemq/tide/services/order/internal/biz"
-	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // ProviderSet is data providers.
@@ -42,7 +42,7 @@ type Data struct {
 
 // NewData opens the database (running the embedded migrations unless
 // conf disables them) and the Redis client. cleanup closes both.
-func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
+func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 	h := l.With("module", "order/data")
 	dbc := c.GetDatabase()
 	if d := dbc.GetDriver(); d != "" && d != "mysql" {

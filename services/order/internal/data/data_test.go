@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tidemq/tide/pkg/testenv"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
-	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -18,9 +18,9 @@ func newTestData(t *testing.T) *Data {
 	t.Helper()
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
-	d, cleanup, err := NewData(&conf.Data{
-		Database: &conf.Data_Database{Driver: "mysql", Source: db.DSN},
-		Redis:    &conf.Data_Redis{Addr: rdb.Addr()},
+	d, cleanup, err := NewData(&kitconf.Data{
+		Database: &kitconf.Data_Database{Driver: "mysql", Source: db.DSN},
+		Redis:    &kitconf.Data_Redis{Addr: rdb.Addr()},
 	}, slog.Default())
 	if err != nil {
 		t.Fatal(err)

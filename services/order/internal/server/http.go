@@ -8,8 +8,8 @@ import (
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/fault"
-	"github.com/tidemq/tide/services/order/internal/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
@@ -18,7 +18,7 @@ import (
 // error encoding apply; bodies, fields and errors follow services/kit/api), GET /healthz (the process runs) and GET /readyz
 // (the database and Redis answer; both JSON, services/kit/api.RegisterHealth), GET /metrics (Prometheus: the pattern
 // packages' metrics) and, when fault.admin is on, /v1/faults.
-func NewHTTPServer(c *conf.Server, order *service.OrderService, in *api.Input, ready api.Ready, faults *fault.Set, reg *prometheus.Registry) *http.Server {
+func NewHTTPServer(c *kitconf.Server, order *service.OrderService, in *api.Input, ready api.Ready, faults *fault.Set, reg *prometheus.Registry) *http.Server {
 	srv := in.NewHTTPServer(c.GetHttp())
 	registerOrderHTTP(srv, order)
 	srv.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))

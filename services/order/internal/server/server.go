@@ -11,7 +11,7 @@ import (
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
-	"github.com/tidemq/tide/services/order/internal/conf"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
@@ -21,7 +21,7 @@ var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumer, NewSwee
 // NewGRPCServer returns the gRPC server of the Order API; requests are
 // checked against service.Schemas (InvalidArgument naming the field).
 // Kratos also registers grpc.health.v1 on it.
-func NewGRPCServer(c *conf.Server, order *service.OrderService, in *api.Input) *grpc.Server {
+func NewGRPCServer(c *kitconf.Server, order *service.OrderService, in *api.Input) *grpc.Server {
 	srv := in.NewGRPCServer(c.GetGrpc())
 	orderv1.RegisterOrderServer(srv, order)
 	return srv

@@ -36,6 +36,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/api/apitest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
 	"github.com/tidemq/tide/services/order/internal/biz"
@@ -112,8 +113,8 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
 
-	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Driver: "mysql", Source: db.DSN},
-		Redis: &conf.Data_Redis{Addr: rdb.Addr()}}, sl)
+	d, cleanup, err := data.NewData(&kitconf.Data{Database: &kitconf.Data_Database{Driver: "mysql", Source: db.DSN},
+		Redis: &kitconf.Data_Redis{Addr: rdb.Addr()}}, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	uc := biz.NewOrderUsecase(data.NewOrderRepo(d, sl), catalog, d, data.NewEventPublisher(d, sender, faults, sl),
 		data.NewCancelTimer(sch), oc, sl)
 	svc := service.NewOrderService(uc)
-	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	sc := &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &kitconf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	events, err := service.NewEventService(uc, data.NewDedup(d), reg, sl)
 	if err != nil {
 		t.Fatal(err)

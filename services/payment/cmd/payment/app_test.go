@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/log"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/boot/boottest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/mq/mqtest"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
@@ -29,11 +31,11 @@ func TestAppStartsAndStops(t *testing.T) {
 	httpAddr := testenv.FreeAddr(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	app, cleanup, err := wireApp(
-		&conf.Server{Http: &conf.Server_HTTP{Addr: httpAddr}, Grpc: &conf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
-		&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true}, Redis: &conf.Data_Redis{Addr: rd.Addr()}},
+		&kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
+		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
 		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
-		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &conf.Cleanup{}, log.NewStdLogger(io.Discard), l)
+		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &kitconf.Cleanup{}, log.NewStdLogger(io.Discard), l)
 	if err != nil {
 		t.Fatal(err)
 	}

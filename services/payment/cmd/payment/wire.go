@@ -12,6 +12,7 @@ import (
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
 
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -20,7 +21,7 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*conf.Server, *conf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *conf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
 		wire.Bind(new(service.Statements), new(*data.Gateway)), newReadiness, newFaults, newOptions, newApp))

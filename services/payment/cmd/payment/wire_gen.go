@@ -9,8 +9,9 @@ package main
 import (
 	"github.com/go-kratos/kratos/v2"
 	"github.com/go-kratos/kratos/v2/log"
+	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
-	"github.com/tidemq/tide/services/payment/internal/conf"
+	conf2 "github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
 	"github.com/tidemq/tide/services/payment/internal/server"
 	"github.com/tidemq/tide/services/payment/internal/service"
@@ -20,7 +21,7 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf.Messaging, fault *conf.Fault, order *conf.Order, reconcile *conf.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, order *conf2.Order, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
 	dataData, cleanup2, err := data.NewData(confData, slogLogger)
 	if err != nil {
 		return nil, nil, err

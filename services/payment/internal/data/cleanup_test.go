@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
-	"github.com/tidemq/tide/services/payment/internal/conf"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // The wired cleanup deletes the tide_tx_fence and mq_dedup rows older than
@@ -19,6 +19,6 @@ func TestCleanupDeletesOldRows(t *testing.T) {
 	d := newTestData(t)
 	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, cleanup.DefaultRetention, cleanup.ErrInvalidOptions,
 		func(r *durationpb.Duration) (*cleanup.Service, error) {
-			return NewCleanup(&conf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
+			return NewCleanup(&kitconf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
 		})
 }

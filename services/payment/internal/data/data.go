@@ -7,23 +7,16 @@ package data
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
-	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/wire"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/payment/internal/biz"
-	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // ProviderSet is data providers.
@@ -48,7 +41,7 @@ type txKey struct{}
 
 // NewData connects to the database (running the embedded migrations when
 // c.Database.Migrate is set) and to Redis. cleanup closes both.
-func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
+func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 	src := c.GetDatabase().GetSource()
 	if src == "" {
 		return nil, nil, errors.New("data: database source is empty")
@@ -58,80 +51,22 @@ func NewData(c *conf.Data, l *slog.Logger) (*Data, func(), error) {
 			return nil, nil, err
 		}
 	}
-	dsn, err := readCommitted(src)
+	dsn, err := store.ReadCommitted(src)
 	if err != nil {
 		return nil, nil, err
-	}
-	open := func(max int) (*gorm.DB, *sql.DB, error) {
-		db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
-		if err != nil {
-			return nil, nil, fmt.Errorf("data: open database: %w", err)
-		}
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, nil, fmt.Errorf("data: %w", err)
-		}
-		if max > 0 {
-			sqlDB.SetMaxOpenConns(max)
-		}
-		return db, sqlDB, nil
 	}
 	n := int(c.GetDatabase().GetMaxOpenConns())
-	db, sqlDB, err := open(n)
+	db, sqlDB, err := store.Open(dsn, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, keysDB, err := open(n)
+	keys, keysDB, err := store.Open(dsn, n)
 	if err != nil {
 		sqlDB.Close()
 		return nil, nil, err
 	}
 	rdb := store.NewRedis(c.GetRedis())
-	d := &Data{db: db, keys: keys, rdb: rdb, log: l}
-	cleanup := func() {
-		if err := rdb.Close(); err != nil {
-			l.Warn("data: close redis", "err", err)
-		}
-		for _, s := range []*sql.DB{keysDB, sqlDB} {
-			if err := s.Close(); err != nil {
-				l.Warn("data: close database", "err", err)
-			}
-		}
-	}
-	return d, cleanup, nil
-}
-
-// readCommitted returns dsn with the session isolation set to READ
-// COMMITTED (the variable is tx_isolation on MariaDB before 11.1 and
-// transaction_isolation on MySQL 8). Every decision is taken on rows read
-// with a lock or by conditional UPDATEs, and REPEATABLE READ's gap locks
-// on absent rows (cancellation marks, fence keys) would make concurrent
-// payments deadlock. Transactions begun by txmsg and idempotent get it too.
-func readCommitted(dsn string) (string, error) {
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("data: database source: %w", err)
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return "", fmt.Errorf("data: open database: %w", err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return "", fmt.Errorf("data: database version: %w", err)
-	}
-	name := "transaction_isolation"
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		name = "tx_isolation"
-	}
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	cfg.Params[name] = "'READ-COMMITTED'"
-	return cfg.FormatDSN(), nil
+	return &Data{db: db, keys: keys, rdb: rdb, log: l}, store.Closer(l, rdb, keysDB, sqlDB), nil
 }
 
 // WithTx returns ctx carrying tx, so that repositories called with it

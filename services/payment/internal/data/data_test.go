@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tidemq/tide/pkg/testenv"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
-	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 )
 
 func newTestData(t *testing.T) *Data {
 	t.Helper()
 	db := testenv.MariaDB(t)
-	d, cleanup, err := NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true},
-		Redis: &conf.Data_Redis{Addr: testenv.Redis(t).Addr()}}, slog.Default())
+	d, cleanup, err := NewData(&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)},
+		Redis: &kitconf.Data_Redis{Addr: testenv.Redis(t).Addr()}}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemq/tide/services/payment/internal/fault"
 
 	v1 "github.com/tidemq/tide/api/payment/v1"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
@@ -20,7 +21,7 @@ import (
 // statement, the reconciliation endpoints, /v1/faults (only when
 // fault.admin is on), /metrics, /healthz (the process runs) and /readyz
 // (database, Redis and the NameServer answer).
-func NewHTTPServer(c *conf.Server, fc *conf.Fault, s *service.PaymentService, gw *service.GatewayService, rc *rechttp.Jobs,
+func NewHTTPServer(c *kitconf.Server, fc *conf.Fault, s *service.PaymentService, gw *service.GatewayService, rc *rechttp.Jobs,
 	faults *fault.Set, reg *prometheus.Registry, ready api.Ready, in *api.Input) *http.Server {
 	srv := in.NewHTTPServer(c.GetHttp())
 	api.RegisterHealth(srv, ready)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -24,8 +25,8 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper process")
 	}
 	l := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	d, _, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: os.Getenv("PAYMENT_CRASH_DSN")},
-		Redis: &conf.Data_Redis{Addr: os.Getenv("PAYMENT_CRASH_REDIS")}}, l)
+	d, _, err := data.NewData(&kitconf.Data{Database: &kitconf.Data_Database{Source: os.Getenv("PAYMENT_CRASH_DSN")},
+		Redis: &kitconf.Data_Redis{Addr: os.Getenv("PAYMENT_CRASH_REDIS")}}, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/service"
@@ -23,7 +24,7 @@ var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, N
 
 // NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
 // Kratos itself).
-func NewGRPCServer(c *conf.Server, s *service.PaymentService, in *api.Input) *grpc.Server {
+func NewGRPCServer(c *kitconf.Server, s *service.PaymentService, in *api.Input) *grpc.Server {
 	srv := in.NewGRPCServer(c.GetGrpc())
 	v1.RegisterPaymentServer(srv, s)
 	return srv

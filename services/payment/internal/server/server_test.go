@@ -38,6 +38,7 @@ import (
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/api/apitest"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
@@ -195,8 +196,8 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	s.faults = fault.New(nil, s.crash, l)
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupPaymentProducer,
 		AccessKey: cfg.acl.Creds.AccessKey, SecretKey: cfg.acl.Creds.SecretKey}
-	d, cleanup, err := data.NewData(&conf.Data{Database: &conf.Data_Database{Source: db.DSN, Migrate: true, MaxOpenConns: 10},
-		Redis: &conf.Data_Redis{Addr: rd.Addr()}}, l)
+	d, cleanup, err := data.NewData(&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true), MaxOpenConns: 10},
+		Redis: &kitconf.Data_Redis{Addr: rd.Addr()}}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	s.rc = service.NewReconcileJobs(runner, biz.NewPaymentsJob(rcConf, s.uc, data.NewLedger(d), s.gw, orders),
 		data.NewBrokerJob(rcConf, mcl), l)
 
-	sc := &conf.Server{Http: &conf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &conf.Server_GRPC{Addr: "127.0.0.1:0"}}
+	sc := &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &kitconf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, service.NewGatewayService(s.gw), s.rc, s.faults, s.reg,
 		api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(mc.GetNameServers()))), service.NewInput(log.DefaultLogger))
 	gs := NewGRPCServer(sc, s.svc, service.NewInput(log.DefaultLogger))
