@@ -168,6 +168,13 @@ func benchConfig(b *testing.B, flush string) Config {
 	if w := os.Getenv("TIDE_BENCH_WARM"); w != "" {
 		c.WarmMapedFileEnable = w == "1"
 	}
+	if v := os.Getenv("TIDE_BENCH_PRETOUCH_KB"); v != "" {
+		kb, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.CommitLogPretouchAhead = int64(kb) << 10
+	}
 	return c
 }
 

@@ -31,6 +31,7 @@ type Config struct {
 	MappedFileSizeCommitLog    int64 `conf:"mappedFileSizeCommitLog"`    // bytes, default 1 GiB
 	MappedFileSizeConsumeQueue int64 `conf:"mappedFileSizeConsumeQueue"` // bytes, default 300000 units x 20
 	WarmMapedFileEnable        bool  `conf:"warmMapedFileEnable"`        // zero-fill new segments before use (see the segment package comment)
+	CommitLogPretouchAhead     int64 `conf:"commitLogPretouchAhead"`     // Tide: bytes past the commit log's end kept prefaulted (ASYNC_FLUSH); 0 = off
 
 	FlushDiskType                     string `conf:"flushDiskType"`                     // ASYNC_FLUSH or SYNC_FLUSH
 	FlushIntervalCommitLog            int    `conf:"flushIntervalCommitLog"`            // ms, async flush period
@@ -70,6 +71,7 @@ func DefaultConfig() Config {
 		MappedFileSizeCommitLog:           1 << 30,
 		MappedFileSizeConsumeQueue:        300000 * 20,
 		WarmMapedFileEnable:               false,
+		CommitLogPretouchAhead:            1 << 20,
 		FlushDiskType:                     AsyncFlush,
 		FlushIntervalCommitLog:            500,
 		FlushCommitLogLeastPages:          4,
@@ -138,6 +140,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MappedFileSizeCommitLog < 4096 || c.MappedFileSizeCommitLog > 1<<40 {
 		bad("mappedFileSizeCommitLog %d out of range [4096, 1 TiB]", c.MappedFileSizeCommitLog)
+	}
+	if c.CommitLogPretouchAhead < 0 || c.CommitLogPretouchAhead > 1<<30 {
+		bad("commitLogPretouchAhead %d out of range [0, 1 GiB]", c.CommitLogPretouchAhead) // more than a segment is capped at one
 	}
 	if c.MappedFileSizeConsumeQueue < 20 || c.MappedFileSizeConsumeQueue%20 != 0 {
 		bad("mappedFileSizeConsumeQueue %d is not a positive multiple of 20", c.MappedFileSizeConsumeQueue)

@@ -21,6 +21,7 @@ func TestConfigSet(t *testing.T) {
 		{"messageIndexEnable", "false", func(c Config) bool { return !c.MessageIndexEnable }, false},
 		{"fileReservedTime", " 48 ", func(c Config) bool { return c.FileReservedTime == 48 }, false},
 		{"fileReservedTime", "two days", nil, true},
+		{"commitLogPretouchAhead", "0", func(c Config) bool { return c.CommitLogPretouchAhead == 0 }, false},
 		{"brokerName", "b1", nil, true},
 	}
 	for _, tc := range tests {
@@ -54,6 +55,9 @@ func TestConfigValidate(t *testing.T) {
 		{"delete when", func(c *Config) { c.DeleteWhen = "25" }, "deleteWhen"},
 		{"ratio", func(c *Config) { c.DiskMaxUsedSpaceRatio = 0 }, "diskMaxUsedSpaceRatio"},
 		{"delay levels", func(c *Config) { c.MessageDelayLevel = "1s 5x" }, "messageDelayLevel"},
+		{"pretouch negative", func(c *Config) { c.CommitLogPretouchAhead = -1 }, "commitLogPretouchAhead"},
+		{"pretouch off", func(c *Config) { c.CommitLogPretouchAhead = 0 }, ""},
+		{"pretouch larger than a segment", func(c *Config) { c.MappedFileSizeCommitLog = 1 << 20; c.MaxMessageSize = 1 << 19 }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -188,8 +188,9 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 		Interval: ms(cfg.FlushIntervalCommitLog), LeastPages: cfg.FlushCommitLogLeastPages,
 		Thorough: ms(cfg.FlushCommitLogThoroughInterval), Logger: s.log,
 		// SYNC_FLUSH always warms: see the segment package comment.
-		Warm:     cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
-		OnAppend: s.wakeDispatcher,
+		Warm:          cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
+		PretouchAhead: cfg.CommitLogPretouchAhead,
+		OnAppend:      s.wakeDispatcher,
 	})
 	if err != nil {
 		return nil, err

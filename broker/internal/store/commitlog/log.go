@@ -39,8 +39,14 @@ type Options struct {
 	LeastPages int           // ASYNC_FLUSH: flushCommitLogLeastPages (4 KiB pages)
 	Thorough   time.Duration // ASYNC_FLUSH: flushCommitLogThoroughInterval, flush any amount
 	Warm       bool          // zero-fill new segments (warmMapedFileEnable)
-	Logger     *slog.Logger
-	OnAppend   func() // called after each append, outside the lock (dispatcher wake-up)
+	// PretouchAhead (ASYNC_FLUSH only; 0 = off) keeps the commit log pages
+	// from the written end to this many bytes past it prefaulted by a
+	// background goroutine (segment.File.Prefault), so appends copy into
+	// pages that are already there instead of faulting on each new page
+	// under the append lock. See pretouch.go.
+	PretouchAhead int64
+	Logger        *slog.Logger
+	OnAppend      func() // called after each append, outside the lock (dispatcher wake-up)
 }
 
 // Log is the commit log. All methods are safe for concurrent use; Append
@@ -68,9 +74,12 @@ type Log struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	started  bool
-	Flushes  atomic.Int64 // fdatasync rounds (group commits)
-	Appends  atomic.Int64 // append calls
-	FlushDur atomic.Int64 // total nanoseconds spent in flushes
+	touched  atomic.Int64  // pre-toucher: prefaulted up to this offset (pretouch.go)
+	touchOff atomic.Bool   // pre-toucher stopped (kernel without MADV_POPULATE_WRITE)
+	touch    chan struct{} // cap 1: the pre-toucher should catch up
+	Flushes  atomic.Int64  // fdatasync rounds (group commits)
+	Appends  atomic.Int64  // append calls
+	FlushDur atomic.Int64  // total nanoseconds spent in flushes
 }
 
 // Open maps the segments in opts.Dir. The log is not usable for appends
@@ -92,11 +101,15 @@ func Open(opts Options) (*Log, error) {
 	if opts.SyncFlush {
 		mode = segment.PWrite // see the segment package comment
 	}
-	q, err := segment.OpenQueue(opts.Dir, segment.QueueOptions{FileSize: opts.FileSize, Warm: opts.Warm, Preallocate: true, Mode: mode})
+	if opts.SyncFlush || opts.PretouchAhead < 0 {
+		opts.PretouchAhead = 0 // SYNC_FLUSH writes with pwrite, not through the mapping
+	}
+	opts.PretouchAhead = min(opts.PretouchAhead, opts.FileSize)
+	q, err := segment.OpenQueue(opts.Dir, segment.QueueOptions{FileSize: opts.FileSize, Warm: opts.Warm, Preallocate: true, Mode: mode, PrefaultHead: opts.PretouchAhead})
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, q: q, log: opts.Logger, fdone: make(chan struct{}), freq: make(chan struct{}, 1), stop: make(chan struct{})}
+	l := &Log{opts: opts, q: q, log: opts.Logger, fdone: make(chan struct{}), freq: make(chan struct{}, 1), stop: make(chan struct{}), touch: make(chan struct{}, 1)}
 	l.cond = sync.NewCond(&l.mu)
 	return l, nil
 }
@@ -110,6 +123,12 @@ func (l *Log) Start() {
 		go l.groupCommit()
 	} else {
 		go l.periodicFlush()
+	}
+	if l.opts.PretouchAhead > 0 {
+		l.touched.Store(l.q.MaxOffset())
+		l.wg.Add(1)
+		go l.pretouch()
+		l.wantTouch(l.q.MaxOffset())
 	}
 }
 
@@ -187,6 +206,7 @@ func (l *Log) Append(data []byte, prepare func(phy int64, data []byte) error) (i
 	f.SetWrotePosition(pos + n)
 	l.mu.Unlock()
 	l.Appends.Add(1)
+	l.wantTouch(phy + n)
 	if l.opts.OnAppend != nil {
 		l.opts.OnAppend()
 	}
@@ -355,6 +375,7 @@ func (l *Log) AppendRaw(offset int64, data []byte) error {
 		f.SetWrotePosition(pos + k)
 		data = data[k:]
 	}
+	l.wantTouch(f.Base() + f.WrotePosition())
 	if l.opts.OnAppend != nil {
 		l.opts.OnAppend()
 	}
@@ -713,5 +734,6 @@ func (l *Log) Truncate(end int64) error {
 		f.Release()
 	}
 	l.flushed.Store(end)
+	l.touched.Store(end) // the pre-toucher starts again from the new end
 	return nil
 }

@@ -37,7 +37,11 @@
 //     0.4-0.5 GB/s either way; on 2 shared vCPUs that CPU is taken from the
 //     appenders and the dispatcher. So warm is off by default, as in
 //     RocketMQ. The next commit log file is created in the background (see
-//     Queue) so rolling over does not wait. SYNC_FLUSH files are always
+//     Queue) so rolling over does not wait, with its first pages
+//     prefaulted (PrefaultHead); in use, the commit log keeps a small
+//     window past its written end prefaulted (File.Prefault,
+//     MADV_POPULATE_WRITE) from a goroutine of its own, off the append
+//     lock: commitlog's pretouch.go. SYNC_FLUSH files are always
 //     zero-filled (so fdatasync carries no extent conversion), with
 //     O_DIRECT writes that bypass the page cache: a fifth or less of the
 //     CPU of a buffered fill (zeroFill has the numbers).

@@ -21,6 +21,11 @@ type QueueOptions struct {
 	Preallocate bool
 	// Mode is how files are written.
 	Mode Mode
+	// PrefaultHead, when positive, prefaults the first PrefaultHead bytes
+	// of a file created in the background (File.Prefault; MapWrite only),
+	// so the writer's first appends to it do not fault page by page. The
+	// writer's own pre-toucher (commitlog) covers the rest.
+	PrefaultHead int64
 }
 
 // Queue is the ordered list of the segment files in one directory: one
@@ -252,6 +257,9 @@ func (q *Queue) startPending(base int64) {
 	go func() {
 		defer close(p.done)
 		p.f, p.err = Create(filepath.Join(q.dir, Name(base)), base, q.opts.FileSize, q.opts.Warm, q.opts.Mode)
+		if p.err == nil && q.opts.PrefaultHead > 0 && q.opts.Mode == MapWrite {
+			_ = p.f.Prefault(0, q.opts.PrefaultHead) // advisory: an error only costs speed
+		}
 	}()
 }
 
