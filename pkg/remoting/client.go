@@ -48,15 +48,16 @@ func NewClient(opts ClientOptions) *Client {
 	opts = opts.withDefaults()
 	cl := &Client{opts: opts, log: opts.Logger, err: err, conns: map[string]*dialEntry{}}
 	cl.cfg = connConfig{
-		log:          opts.Logger,
-		maxFrame:     opts.MaxFrameSize,
-		idleTimeout:  opts.IdleTimeout,
-		writeTimeout: opts.WriteTimeout,
-		requestHook:  opts.RequestHook,
-		lookup:       cl.mux.lookup,
-		opaque:       &cl.opaque,
-		limit:        newLimiter(opts.MaxConcurrentRequests),
-		perConnMax:   DefaultMaxConcurrentRequestsPerConn,
+		log:           opts.Logger,
+		maxFrame:      opts.MaxFrameSize,
+		idleTimeout:   opts.IdleTimeout,
+		writeTimeout:  opts.WriteTimeout,
+		requestHook:   opts.RequestHook,
+		binaryHeaders: !opts.JSONHeaders,
+		lookup:        cl.mux.lookup,
+		opaque:        &cl.opaque,
+		limit:         newLimiter(opts.MaxConcurrentRequests),
+		perConnMax:    DefaultMaxConcurrentRequestsPerConn,
 	}
 	return cl
 }

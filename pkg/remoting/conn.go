@@ -43,8 +43,11 @@ type connConfig struct {
 	frameTimeout time.Duration // 0: none
 	intercept    Interceptor
 	requestHook  func(*protocol.Command)
-	writeTimeout time.Duration
-	lookup       func(code int16) Handler
+	// binaryHeaders: requests this end sends (Client only) carry the
+	// ROCKETMQ binary header instead of JSON (ClientOptions.JSONHeaders).
+	binaryHeaders bool
+	writeTimeout  time.Duration
+	lookup        func(code int16) Handler
 	// server selects the server rules: unknown codes are answered
 	// REQUEST_CODE_NOT_SUPPORTED (a client logs and ignores them).
 	server     bool
@@ -232,10 +235,21 @@ func (c *Conn) takeFuture(opaque int32) *future {
 // caller's command is never modified.
 func (c *Conn) request(req *protocol.Command, oneway bool) protocol.Command {
 	r := *req
+	if c.cfg.binaryHeaders {
+		r.SerializeType = protocol.SerializeRocketMQ
+	}
 	if c.cfg.requestHook != nil {
-		// The hook may add fields: give it a map of its own so the
-		// caller's command is left as it was.
-		ext := make(map[string]string, len(req.ExtFields)+3)
+		// The hook may add fields and must see all of them (a signature
+		// covers every field): give it a map of its own, the typed
+		// header's fields included, so the caller's command is left as
+		// it was.
+		var ext map[string]string
+		if req.Header != nil {
+			ext = req.Header.Encode()
+			r.Header = nil
+		} else {
+			ext = make(map[string]string, len(req.ExtFields)+3)
+		}
 		for k, v := range req.ExtFields {
 			ext[k] = v
 		}

@@ -123,6 +123,27 @@ func TestRequestHookLeavesCallerCommand(t *testing.T) {
 	}
 }
 
+// A hook sees the fields of a typed header (Command.Header) in ExtFields,
+// as a request signer must, and what it adds is sent with them.
+func TestRequestHookSeesTypedHeader(t *testing.T) {
+	t.Parallel()
+	_, addr := newTestServer(t, ServerOptions{})
+	var seen string
+	cl := NewClient(ClientOptions{Logger: testLogger(), RequestHook: func(req *protocol.Command) {
+		seen = req.ExtFields["nextBeginOffset"]
+		req.SetExt("signed", "yes")
+	}})
+	t.Cleanup(func() { cl.Close() })
+	req := protocol.NewTypedRequest(testCode, &protocol.PullMessageResponseHeader{NextBeginOffset: 42}, nil)
+	resp, err := cl.Invoke(ctxTimeout(t, 5*time.Second), addr, req)
+	if err != nil || resp.ExtFields["signed"] != "yes" || resp.ExtFields["nextBeginOffset"] != "42" || seen != "42" {
+		t.Fatalf("hooked typed request: %v %v, hook saw %q", resp, err, seen)
+	}
+	if req.ExtFields != nil || req.Header == nil {
+		t.Error("the hook changed the caller's command")
+	}
+}
+
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	certs := tlstest.New(t)

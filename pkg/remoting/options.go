@@ -168,6 +168,13 @@ type ClientOptions struct {
 	// this client sends, just before it is encoded: it gets a copy that
 	// the transport owns. Request signing (ACL credentials) uses it.
 	RequestHook func(req *protocol.Command)
+	// JSONHeaders makes the client send its requests with JSON headers,
+	// as rocketmq-client-go does. By default they carry the ROCKETMQ
+	// binary header (serialize type 1, Java RocketMQSerializable), which
+	// Tide and Apache RocketMQ servers decode alike and answer in kind;
+	// it costs less to encode and decode. Responses are decoded in
+	// either form whatever this says.
+	JSONHeaders bool
 }
 
 // Validate reports the first invalid field.

@@ -20,21 +20,37 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	_, addr := newTestServer(t, ServerOptions{})
-	cl := newTestClient(t)
+	// The client sends ROCKETMQ binary headers unless told JSONHeaders;
+	// the server answers in the type the request came in.
+	binCl := newTestClient(t)
+	jsonCl := NewClient(ClientOptions{Logger: testLogger(), JSONHeaders: true})
+	t.Cleanup(func() { jsonCl.Close() })
+	typed := &protocol.PullMessageResponseHeader{NextBeginOffset: 8, MaxOffset: 9}
 	tests := []struct {
-		name string
-		st   byte
-		body []byte
-		ext  map[string]string
+		name  string
+		st    byte
+		body  []byte
+		ext   map[string]string
+		typed protocol.ExtAppender
+		want  map[string]string
 	}{
-		{"json empty", protocol.SerializeJSON, nil, nil},
-		{"json body and ext", protocol.SerializeJSON, []byte("hello"), map[string]string{"topic": "t", "queueId": "3"}},
-		{"binary body and ext", protocol.SerializeRocketMQ, bytes.Repeat([]byte{0, 1, 2}, 50000), map[string]string{"k": "v"}},
+		{"json empty", protocol.SerializeJSON, nil, nil, nil, nil},
+		{"json body and ext", protocol.SerializeJSON, []byte("hello"), map[string]string{"topic": "t", "queueId": "3"}, nil, nil},
+		{"json typed header and ext", protocol.SerializeJSON, nil, map[string]string{"k": "v"}, typed,
+			map[string]string{"nextBeginOffset": "8", "maxOffset": "9", "minOffset": "0", "suggestWhichBrokerId": "0"}},
+		{"binary empty", protocol.SerializeRocketMQ, nil, nil, nil, nil},
+		{"binary body and ext", protocol.SerializeRocketMQ, bytes.Repeat([]byte{0, 1, 2}, 50000), map[string]string{"k": "v"}, nil, nil},
+		{"binary typed header and ext", protocol.SerializeRocketMQ, nil, map[string]string{"k": "v"}, typed,
+			map[string]string{"nextBeginOffset": "8", "maxOffset": "9", "minOffset": "0", "suggestWhichBrokerId": "0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cl := binCl
+			if tt.st == protocol.SerializeJSON {
+				cl = jsonCl
+			}
 			req := protocol.NewRequest(testCode, tt.ext, tt.body)
-			req.SerializeType = tt.st
+			req.Header = tt.typed
 			before := *req
 			resp, err := cl.Invoke(ctxTimeout(t, 5*time.Second), addr, req)
 			if err != nil {
@@ -46,12 +62,14 @@ func TestRoundTrip(t *testing.T) {
 			if !bytes.Equal(resp.Body, tt.body) {
 				t.Fatalf("body: got %d bytes, want %d", len(resp.Body), len(tt.body))
 			}
-			for k, v := range tt.ext {
-				if resp.Ext(k) != v {
-					t.Fatalf("ext %s = %q, want %q", k, resp.Ext(k), v)
+			for _, m := range []map[string]string{tt.ext, tt.want} {
+				for k, v := range m {
+					if resp.Ext(k) != v {
+						t.Fatalf("ext %s = %q, want %q", k, resp.Ext(k), v)
+					}
 				}
 			}
-			if req.Opaque != before.Opaque || req.Flag != before.Flag {
+			if req.Opaque != before.Opaque || req.Flag != before.Flag || req.SerializeType != before.SerializeType {
 				t.Fatal("Invoke modified the caller's request")
 			}
 		})

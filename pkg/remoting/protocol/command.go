@@ -13,13 +13,19 @@ import (
 // Body is owned by the Command; decoders may alias it into the frame buffer
 // they were given.
 type Command struct {
-	Code          int16
-	Language      byte
-	Version       int32
-	Opaque        int32
-	Flag          int32
-	Remark        string
-	ExtFields     map[string]string
+	Code      int16
+	Language  byte
+	Version   int32
+	Opaque    int32
+	Flag      int32
+	Remark    string
+	ExtFields map[string]string
+	// Header, when set, is a typed header whose fields are sent beside
+	// ExtFields (whose keys must differ from its fields'): written
+	// straight into a ROCKETMQ binary header, encoded into a map for a
+	// JSON one. Decoded commands never have it; Ext does not look at it
+	// (Fields does).
+	Header        ExtAppender
 	Body          []byte
 	SerializeType byte // SerializeJSON or SerializeRocketMQ, used when encoding
 }
@@ -31,6 +37,13 @@ func NewRequest(code int16, ext map[string]string, body []byte) *Command {
 		ext = map[string]string{}
 	}
 	return &Command{Code: code, Language: LangGo, Version: Version, ExtFields: ext, Body: body}
+}
+
+// NewTypedRequest returns a request whose ext fields are h's fields
+// (Command.Header): encoded without a map when the frame's header is
+// ROCKETMQ binary.
+func NewTypedRequest(code int16, h ExtAppender, body []byte) *Command {
+	return &Command{Code: code, Language: LangGo, Version: Version, Header: h, Body: body}
 }
 
 // NewResponse returns a response to req with the given code and remark.

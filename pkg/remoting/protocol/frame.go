@@ -37,7 +37,7 @@ func (c *Command) AppendFrame(dst []byte) ([]byte, error) {
 	hdrStart := len(dst)
 	switch c.SerializeType {
 	case SerializeJSON:
-		dst = c.appendJSONHeader(dst)
+		dst = c.appendJSONHeader(dst, c.extMap())
 	case SerializeRocketMQ:
 		dst = c.appendBinaryHeader(dst)
 	default:
@@ -130,7 +130,7 @@ func DecodeFrame(buf []byte) (*Command, error) {
 
 // appendJSONHeader writes the header in the key order the Go client uses.
 // Ext keys are sorted so that encodings are deterministic (golden files).
-func (c *Command) appendJSONHeader(dst []byte) []byte {
+func (c *Command) appendJSONHeader(dst []byte, ext map[string]string) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
 	dst = append(dst, `,"language":"`...)
@@ -145,13 +145,13 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	var kb [32]string
-	for i, k := range sortedKeys(kb[:0], c.ExtFields) {
+	for i, k := range sortedKeys(kb[:0], ext) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONString(dst, k)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, c.ExtFields[k])
+		dst = appendJSONString(dst, ext[k])
 	}
 	dst = append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
 	return dst
@@ -269,88 +269,6 @@ func decodeJSONHeader(hdr []byte) (*Command, error) {
 		} else if string(raw) != "null" {
 			c.ExtFields[k] = string(raw)
 		}
-	}
-	return c, nil
-}
-
-// ROCKETMQ binary header layout (big-endian):
-//
-//	+------+------+---------+--------+------+--------+--------+--------+---------------+
-//	| code | lang | version | opaque | flag | remLen | remark | extLen | ext entries   |
-//	|  2   |  1   |    2    |   4    |  4   |   4    | remLen |   4    | extLen bytes  |
-//	+------+------+---------+--------+------+--------+--------+--------+---------------+
-//
-// Each ext entry is keyLen (int16), key, valueLen (int32), value.
-const binaryFixedHeader = 21
-
-func (c *Command) appendBinaryHeader(dst []byte) []byte {
-	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
-	dst = append(dst, c.Language)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Version))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
-	dst = append(dst, c.Remark...)
-	lenPos := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	var kb [32]string
-	for _, k := range sortedKeys(kb[:0], c.ExtFields) {
-		v := c.ExtFields[k]
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-		dst = append(dst, k...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
-	}
-	binary.BigEndian.PutUint32(dst[lenPos:], uint32(len(dst)-lenPos-4))
-	return dst
-}
-
-func decodeBinaryHeader(h []byte) (*Command, error) {
-	if len(h) < binaryFixedHeader {
-		return nil, fmt.Errorf("%w: binary header of %d bytes, need %d", ErrMalformed, len(h), binaryFixedHeader)
-	}
-	c := &Command{
-		Code:     int16(binary.BigEndian.Uint16(h[0:])),
-		Language: h[2],
-		Version:  int32(int16(binary.BigEndian.Uint16(h[3:]))),
-		Opaque:   int32(binary.BigEndian.Uint32(h[5:])),
-		Flag:     int32(binary.BigEndian.Uint32(h[9:])),
-	}
-	rl := binary.BigEndian.Uint32(h[13:])
-	p := 17
-	if uint64(rl) > uint64(len(h)-p) {
-		return nil, fmt.Errorf("%w: remark length %d exceeds header", ErrMalformed, rl)
-	}
-	c.Remark = string(h[p : p+int(rl)])
-	p += int(rl)
-	if len(h)-p < 4 {
-		return nil, fmt.Errorf("%w: binary header ends before ext length", ErrMalformed)
-	}
-	el := binary.BigEndian.Uint32(h[p:])
-	p += 4
-	if uint64(el) > uint64(len(h)-p) {
-		return nil, fmt.Errorf("%w: ext length %d exceeds header", ErrMalformed, el)
-	}
-	ext := h[p : p+int(el)]
-	c.ExtFields = map[string]string{}
-	for len(ext) > 0 {
-		if len(ext) < 2 {
-			return nil, fmt.Errorf("%w: ext entry truncated", ErrMalformed)
-		}
-		kl := int(binary.BigEndian.Uint16(ext))
-		ext = ext[2:]
-		if kl > len(ext) || len(ext)-kl < 4 {
-			return nil, fmt.Errorf("%w: ext key truncated", ErrMalformed)
-		}
-		k := string(ext[:kl])
-		ext = ext[kl:]
-		vl := binary.BigEndian.Uint32(ext)
-		ext = ext[4:]
-		if uint64(vl) > uint64(len(ext)) {
-			return nil, fmt.Errorf("%w: ext value truncated", ErrMalformed)
-		}
-		c.ExtFields[k] = string(ext[:vl])
-		ext = ext[vl:]
 	}
 	return c, nil
 }

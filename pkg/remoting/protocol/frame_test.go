@@ -42,8 +42,12 @@ func pullExt() map[string]string {
 }
 
 // equalCommands compares two commands, treating nil and empty ext maps and
-// bodies as equal.
+// bodies as equal, and a typed Header as the fields it encodes.
 func equalCommands(a, b *Command) error {
+	ca, cb := *a, *b
+	ca.ExtFields, ca.Header = a.Fields(), nil
+	cb.ExtFields, cb.Header = b.Fields(), nil
+	a, b = &ca, &cb
 	switch {
 	case a.Code != b.Code, a.Language != b.Language, a.Version != b.Version, a.Opaque != b.Opaque,
 		a.Flag != b.Flag, a.Remark != b.Remark, a.SerializeType != b.SerializeType:
@@ -65,12 +69,29 @@ func goldenCommands() []struct {
 	pull := &Command{Code: PullMessage, Language: LangGo, Version: VersionV4_5_2, Opaque: 1, ExtFields: pullExt()}
 	pullBin := *pull
 	pullBin.SerializeType = SerializeRocketMQ
+	// The same pull from its typed header (Command.Header, written without
+	// a map) must give the same bytes.
+	pullTyped := &Command{Code: PullMessage, Language: LangGo, Version: VersionV4_5_2, Opaque: 1, SerializeType: SerializeRocketMQ,
+		Header: &PullMessageRequestHeader{ConsumerGroup: "g", Topic: "t", QueueID: 1, QueueOffset: 5, MaxMsgNums: 32,
+			SysFlag: PullSuspend, SuspendTimeoutMillis: 20000, ExpressionType: ExpressionTypeTag}}
+	send := hotSendHeader()
 	return []struct {
 		name string
 		cmd  *Command
 	}{
 		{"pull_request_json", pull},
 		{"pull_request_binary", &pullBin},
+		{"pull_request_binary", pullTyped},
+		// The hot frames pkg/mqclient and the broker send with the ROCKETMQ
+		// binary header, from their typed headers.
+		{"send_v2_request_binary", &Command{Code: SendMessageV2, Language: LangGo, Version: Version, Opaque: 11,
+			Header: send.V2(), Body: []byte("hello"), SerializeType: SerializeRocketMQ}},
+		{"send_response_binary", &Command{Code: Success, Language: LangGo, Version: Version, Opaque: 11, Flag: FlagResponse,
+			Header: &SendMessageResponseHeader{MsgID: "7F00000100002A9F0000000000000064", QueueID: 3, QueueOffset: 100,
+				MsgRegion: "DefaultRegion"}, SerializeType: SerializeRocketMQ}},
+		{"pull_response_binary", &Command{Code: Success, Language: LangGo, Version: Version, Opaque: 12, Flag: FlagResponse,
+			Header: &PullMessageResponseHeader{NextBeginOffset: 5032, MaxOffset: 9000}, Body: []byte{0, 0, 0, 1},
+			SerializeType: SerializeRocketMQ}},
 		{"send_response_json", &Command{Code: Success, Language: LangGo, Version: Version, Opaque: 7, Flag: FlagResponse,
 			ExtFields: map[string]string{"msgId": "7F00000100002A9F0000000000000000", "queueId": "3", "queueOffset": "42"}}},
 		{"error_response_json", &Command{Code: SystemError, Language: LangGo, Version: Version, Opaque: -5, Flag: FlagResponse,
@@ -130,6 +151,12 @@ func TestFrameRoundTrip(t *testing.T) {
 		{"special characters", Command{Code: 1, Language: LangGo, Remark: "\x00\x1f\"\\/<>&\u2028 ü",
 			ExtFields: map[string]string{"PROPERTIES": "KEYS\x01k1\x02TAGS\x01t\x02", "": "empty key", "ü": "\u00e9"}}},
 		{"large body", Command{Code: PullMessage, Language: LangGo, Body: bytes.Repeat([]byte{0xAB}, 1<<20)}},
+		{"typed send", Command{Code: SendMessageV2, Language: LangGo, Opaque: 5, Header: hotSendHeader().V2(), Body: []byte("x")}},
+		{"typed pull and ext", Command{Code: PullMessage, Language: LangGo, Opaque: 6,
+			Header:    &PullMessageRequestHeader{ConsumerGroup: "g", Topic: "t", QueueOffset: -1, SubVersion: 1 << 62},
+			ExtFields: map[string]string{ExtAccessKey: "ak", ExtSignature: "sig"}}},
+		{"typed response", Command{Code: PullNotFound, Flag: FlagResponse, Remark: "none",
+			Header: &PullMessageResponseHeader{NextBeginOffset: 1, MinOffset: -5, MaxOffset: 1<<63 - 1}}},
 	}
 	for _, tt := range tests {
 		for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {

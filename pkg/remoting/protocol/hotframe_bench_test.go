@@ -1,0 +1,86 @@
+package protocol
+
+import (
+	"fmt"
+	"testing"
+)
+
+// hotFrames are the frames of every send and pull: the client's requests
+// and the broker's responses, with the body sizes of a 1 KiB message.
+func hotFrames() []struct {
+	name string
+	code int16
+	flag int32
+	h    Header
+	zero func() Header
+	body []byte
+} {
+	return []struct {
+		name string
+		code int16
+		flag int32
+		h    Header
+		zero func() Header
+		body []byte
+	}{
+		{"SendV2", SendMessageV2, 0, hotSendHeader().V2(), func() Header { return new(SendMessageRequestHeaderV2) }, make([]byte, 1024)},
+		{"SendResponse", Success, FlagResponse, &SendMessageResponseHeader{MsgID: "7F00000100002A9F0000000000000064", QueueID: 3,
+			QueueOffset: 100, MsgRegion: "DefaultRegion"}, func() Header { return new(SendMessageResponseHeader) }, nil},
+		{"Pull", PullMessage, 0, &PullMessageRequestHeader{ConsumerGroup: "consumer-group", Topic: "orders", QueueID: 1,
+			QueueOffset: 5000, MaxMsgNums: 32, SysFlag: PullSuspend | PullSubscription, SuspendTimeoutMillis: 20000,
+			Subscription: "*", SubVersion: 1690000000000, ExpressionType: ExpressionTypeTag},
+			func() Header { return new(PullMessageRequestHeader) }, nil},
+		{"PullResponse", Success, FlagResponse, &PullMessageResponseHeader{NextBeginOffset: 5032, MaxOffset: 9000},
+			func() Header { return new(PullMessageResponseHeader) }, make([]byte, 32*1100)},
+	}
+}
+
+// BenchmarkHotFrameEncode is what a sender pays per frame: the typed
+// header to ext fields (a map), then the frame, in each serialize type.
+// hotframe_typed_bench_test.go adds the map-less binary path.
+func BenchmarkHotFrameEncode(b *testing.B) {
+	for _, hf := range hotFrames() {
+		for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+			b.Run(fmt.Sprintf("%s/type%d-map", hf.name, st), func(b *testing.B) {
+				buf := make([]byte, 0, 64<<10)
+				b.ReportAllocs()
+				for b.Loop() {
+					c := Command{Code: hf.code, Language: LangGo, Version: Version, Flag: hf.flag, ExtFields: hf.h.Encode(),
+						Body: hf.body, SerializeType: st}
+					var err error
+					if buf, err = c.AppendFrame(buf[:0]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHotFrameDecode is what a receiver pays per frame: the frame to
+// a Command, then its ext fields to the typed header.
+func BenchmarkHotFrameDecode(b *testing.B) {
+	for _, hf := range hotFrames() {
+		for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+			b.Run(fmt.Sprintf("%s/type%d", hf.name, st), func(b *testing.B) {
+				c := Command{Code: hf.code, Language: LangGo, Version: Version, Flag: hf.flag, ExtFields: hf.h.Encode(),
+					Body: hf.body, SerializeType: st}
+				frame, err := c.Encode()
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := hf.zero()
+				b.ReportAllocs()
+				for b.Loop() {
+					got, err := DecodeFrame(frame[4:])
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := h.Decode(got.ExtFields); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
