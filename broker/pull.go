@@ -206,6 +206,6 @@ func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestH
 		b.log.Warn("pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queue", h.QueueID,
 			"requested", h.QueueOffset, "next", res.NextBeginOffset, "status", res.Status.String())
 	}
-	resp.ExtFields = rh.Encode()
+	resp.Header = &rh // written without a map when the request came in binary
 	return resp, res.Status == store.Found
 }

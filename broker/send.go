@@ -306,7 +306,7 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 		MsgRegion:   b.opts.RegionID,
 		TraceOn:     b.opts.TraceOn,
 	}
-	resp.ExtFields = rh.Encode()
+	resp.Header = &rh // written without a map when the request came in binary
 	return resp
 }
 

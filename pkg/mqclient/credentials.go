@@ -29,7 +29,7 @@ func WithTLS(cfg *tls.Config) Option { return func(s *settings) { s.tlsConfig = 
 
 // remotingOptions are the transport options the settings ask for.
 func (s settings) remotingOptions() remoting.ClientOptions {
-	o := remoting.ClientOptions{Logger: s.logger, TLSConfig: s.tlsConfig}
+	o := remoting.ClientOptions{Logger: s.logger, TLSConfig: s.tlsConfig, JSONHeaders: s.jsonHeaders}
 	if s.credentials.AccessKey != "" {
 		o.RequestHook = s.credentials.sign
 	}

@@ -57,6 +57,7 @@ type settings struct {
 	clientIP     string
 	credentials  Credentials // credentials.go
 	tlsConfig    *tls.Config
+	jsonHeaders  bool // WithJSONHeaders
 
 	// timing
 	requestTimeout    time.Duration
@@ -255,6 +256,16 @@ func WithInstanceName(name string) Option { return func(s *settings) { s.instanc
 // WithClientIP sets the IP put into the client id and message ids. Default:
 // the first non-loopback IPv4 address of the host. All clients.
 func WithClientIP(ip string) Option { return func(s *settings) { s.clientIP = ip } }
+
+// WithJSONHeaders makes the client send JSON request headers, as
+// rocketmq-client-go does, instead of the ROCKETMQ binary header
+// (serialize type 1, Java RocketMQSerializable) it sends by default. Tide
+// and Apache RocketMQ brokers and NameServers (4.x and 5.x) decode both
+// and answer in the type the request came in; the binary header is
+// smaller and cheaper to encode and decode (docs/benchmarks/analysis.md,
+// "Binary ROCKETMQ header"). Use it for a peer that only reads JSON (a
+// proxy or recorder that parses frames), or to compare. All clients.
+func WithJSONHeaders() Option { return func(s *settings) { s.jsonHeaders = true } }
 
 // WithRequestTimeout bounds each request other than sends and pulls
 // (route queries, heartbeats, offsets, locks, admin calls). Default 3 s.

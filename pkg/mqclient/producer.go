@@ -669,7 +669,7 @@ func (p *Producer) sendOnce(ctx context.Context, addr string, q Queue, o *outgoi
 	if o.batch {
 		code = protocol.SendBatchMessage
 	}
-	req := protocol.NewRequest(code, h.V2().Encode(), body)
+	req := protocol.NewTypedRequest(code, h.V2(), body)
 	if oneway {
 		cctx, cancel := context.WithTimeout(ctx, p.s.sendTimeout)
 		defer cancel()

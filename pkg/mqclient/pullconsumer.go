@@ -106,7 +106,7 @@ func (pc *PullConsumer) Pull(ctx context.Context, q Queue, expr string, offset i
 	h := protocol.PullMessageRequestHeader{ConsumerGroup: pc.group, Topic: q.Topic, QueueID: q.QueueID, QueueOffset: offset,
 		MaxMsgNums: int32(max), SysFlag: flag, SuspendTimeoutMillis: wait.Milliseconds(), Subscription: sd.SubString,
 		ExpressionType: protocol.ExpressionTypeTag}
-	resp, err := pc.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil), wait+pc.s.requestTimeout)
+	resp, err := pc.c.invoke(ctx, addr, protocol.NewTypedRequest(protocol.PullMessage, &h, nil), wait+pc.s.requestTimeout)
 	if err != nil {
 		return nil, err
 	}

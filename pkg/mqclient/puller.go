@@ -104,7 +104,7 @@ func (p *puller) pullOnce(ctx context.Context, pq *processQueue) error {
 		SubVersion:           0,
 		ExpressionType:       sd.ExpressionType,
 	}
-	resp, err := p.c.invoke(ctx, addr, protocol.NewRequest(protocol.PullMessage, h.Encode(), nil), p.s.pollTimeout+10*time.Second)
+	resp, err := p.c.invoke(ctx, addr, protocol.NewTypedRequest(protocol.PullMessage, &h, nil), p.s.pollTimeout+10*time.Second)
 	if err != nil {
 		return err
 	}

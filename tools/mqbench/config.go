@@ -38,6 +38,9 @@ type Config struct {
 	// sends (WithAutoBatch; tide; Linger 0 turns it off).
 	Linger     time.Duration `json:"linger_ns,omitempty"`
 	BatchBytes int           `json:"batch_bytes,omitempty"`
+	// Headers is the request header serialize type pkg/mqclient sends:
+	// binary (ROCKETMQ, its default) or json (WithJSONHeaders; tide).
+	Headers string `json:"headers,omitempty"`
 	// ServerVersion names the tide build under test (its client cannot ask).
 	ServerVersion string `json:"-"`
 	ServerPids    string `json:"-"`
@@ -83,6 +86,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.NoIdempotence, "no-idempotence", false, "tide: send without pkg/mqclient's idempotent-producer stamps (to measure their cost)")
 	fs.DurationVar(&c.Linger, "linger", time.Millisecond, "tide: auto-batch async sends to one queue for up to this long (pkg/mqclient WithAutoBatch, whose default this is; 0 = off)")
 	fs.IntVar(&c.BatchBytes, "batch-bytes", 0, "tide, with -linger: send an auto-batch once it holds this many `bytes` (0 = the client's default, 32 KiB)")
+	fs.StringVar(&c.Headers, "headers", "binary", "tide: request header serialize `type`: binary (ROCKETMQ, pkg/mqclient's default) or json (WithJSONHeaders, as the official client)")
 	fs.StringVar(&c.JSONOut, "json", "", "also write the result as JSON to this `file` (- = stdout, text then goes to stderr)")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines")
 	fs.StringVar(&c.RateOf, "rate-of", "", "take -rate from this earlier result `file` (its produce msgs/s times -rate-factor)")
@@ -132,6 +136,8 @@ func (c *Config) validate() error {
 		return errors.New("-size must be at least 16 (the body carries a send timestamp)")
 	case c.Producers < 1 || c.Inflight < 1 || c.Batch < 1 || c.Topics < 1 || c.Queues < 1 || c.Consumers < 1 || c.Pull < 1:
 		return errors.New("-producers, -inflight, -batch, -topics, -queues, -consumers and -pull must be >= 1")
+	case c.Headers != "binary" && c.Headers != "json":
+		return fmt.Errorf("-headers %q: want binary or json", c.Headers)
 	case c.Linger < 0 || c.BatchBytes < 0:
 		return errors.New("-linger and -batch-bytes must be >= 0")
 	case c.Rate < 0:

@@ -30,6 +30,15 @@ func openTide(ctx context.Context, cfg Config) (Driver, error) {
 	return &tideDriver{namesrv: cfg.Addr, admin: a, log: log, version: cfg.ServerVersion}, nil
 }
 
+// headerOptions is -headers: pkg/mqclient's default binary header, or
+// JSON.
+func headerOptions(cfg Config) []mqclient.Option {
+	if cfg.Headers == "json" {
+		return []mqclient.Option{mqclient.WithJSONHeaders()}
+	}
+	return nil
+}
+
 func (d *tideDriver) Versions(ctx context.Context) (string, string) {
 	v := d.version
 	if v == "" {
@@ -71,9 +80,9 @@ func (d *tideDriver) Prepare(ctx context.Context, topics []string, queues int) e
 }
 
 func (d *tideDriver) Producer(ctx context.Context, cfg Config) (Producer, error) {
-	p, err := mqclient.NewProducer(mqclient.WithNameServers(d.namesrv), mqclient.WithLogger(d.log),
+	p, err := mqclient.NewProducer(append(headerOptions(cfg), mqclient.WithNameServers(d.namesrv), mqclient.WithLogger(d.log),
 		mqclient.WithProducerGroup(cfg.Prefix+"-p"), mqclient.WithIdempotence(!cfg.NoIdempotence),
-		mqclient.WithAutoBatch(cfg.Linger, cfg.BatchBytes))
+		mqclient.WithAutoBatch(cfg.Linger, cfg.BatchBytes))...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +103,10 @@ func (d *tideDriver) Consume(ctx context.Context, cfg Config, topics []string, g
 		}
 	}
 	for i := range cfg.Consumers {
-		c, err := mqclient.NewPushConsumer(group, mqclient.WithNameServers(d.namesrv), mqclient.WithLogger(d.log),
+		c, err := mqclient.NewPushConsumer(group, append(headerOptions(cfg), mqclient.WithNameServers(d.namesrv), mqclient.WithLogger(d.log),
 			mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithPullBatchSize(pull),
 			mqclient.WithConsumeBatchSize(pull), mqclient.WithInstanceName(fmt.Sprintf("%s-c%d", group, i)),
-			mqclient.WithFlowControl(max(1024, 4*pull), 64<<20), mqclient.WithRebalanceInterval(time.Second))
+			mqclient.WithFlowControl(max(1024, 4*pull), 64<<20), mqclient.WithRebalanceInterval(time.Second))...)
 		if err != nil {
 			stop()
 			return nil, err
