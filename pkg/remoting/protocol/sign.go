@@ -30,8 +30,12 @@ func SignatureMAC(ext map[string]string, body, secret []byte, skip ...string) []
 // Sign adds the plain-ACL fields to c as the official clients do:
 // AccessKey, SecurityToken when token is not "", and Signature over the
 // other ext fields and the body. It replaces a Signature c already has.
-// c must not be shared: Sign writes its ext fields.
+// c must not be shared: Sign writes its ext fields. A typed Header is
+// folded into ExtFields first, so that the signature covers its fields.
 func (c *Command) Sign(accessKey, secretKey, token string) {
+	if c.Header != nil {
+		c.ExtFields, c.Header = c.Fields(), nil
+	}
 	c.SetExt(ExtAccessKey, accessKey)
 	if token != "" {
 		c.SetExt(ExtSecurityToken, token)

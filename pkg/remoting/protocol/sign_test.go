@@ -25,9 +25,20 @@ func TestSign(t *testing.T) {
 		{"a security token is signed", map[string]string{"b": "x"}, "", "tok",
 			"ak" + "tok" + "x"},
 	}
+	cases = append(cases, struct {
+		name    string
+		ext     map[string]string
+		body    string
+		token   string
+		content string
+	}{"a typed header's fields are signed", nil, "b", "", "ak" + "1" + "2" + "3" + "4" + "b"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewRequest(SendMessage, tc.ext, []byte(tc.body))
+			if tc.ext == nil { // maxOffset minOffset nextBeginOffset suggestWhichBrokerId
+				c = NewTypedRequest(PullMessage, &PullMessageResponseHeader{MaxOffset: 1, MinOffset: 2, NextBeginOffset: 3,
+					SuggestWhichBrokerID: 4}, []byte(tc.body))
+			}
 			c.Sign("ak", "secret", tc.token)
 			h := hmac.New(sha1.New, []byte("secret"))
 			h.Write([]byte(tc.content))
