@@ -209,4 +209,13 @@
 // ids (the default instance name includes the pid and a random suffix).
 // AllocateAveragely and AllocateByCircle match RocketMQ's and
 // rocketmq-client-go's, so mixed groups agree on queue ownership.
+//
+// Requests carry the ROCKETMQ binary header (serialize type 1, Java
+// RocketMQSerializable: fixed fields, then length-prefixed ext key/values)
+// rather than rocketmq-client-go's JSON one; sends and pulls are written
+// from their typed headers without an ext-field map. Tide and Apache
+// RocketMQ 4.x/5.x NameServers and brokers decode both types and answer
+// in the type of the request, so this needs no feature negotiation;
+// WithJSONHeaders sends JSON instead. Responses and broker-initiated
+// requests are read in either type.
 package mqclient

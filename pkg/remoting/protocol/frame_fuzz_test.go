@@ -15,6 +15,17 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(jsonFrame(`{"code":11,"extFields":{"queueId":3,"ok":true,"n":null},"language":7,"opaque":4,"remark":null}`, nil))
 	f.Add([]byte{0, 0, 0, 9, '{', '}'})
 	f.Add([]byte{1, 0, 0, 21, 0, 10, 9, 1, 61, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	// ROCKETMQ binary headers of every hot header, as pkg/mqclient and
+	// the broker write them from the typed headers.
+	for _, tt := range extAppenderCases() {
+		c := &Command{Code: SendMessageV2, Language: LangGo, Version: Version, Opaque: 3, Header: tt.h, SerializeType: SerializeRocketMQ,
+			ExtFields: map[string]string{ExtAccessKey: "ak"}, Body: []byte("b")}
+		b, err := c.Encode()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[4:])
+	}
 	paths, _ := filepath.Glob(filepath.Join("testdata", "frames", "*.bin"))
 	if len(paths) == 0 {
 		f.Fatal("no golden frames to seed from")
