@@ -5,24 +5,20 @@ import (
 	"testing"
 )
 
-// hotFrames are the frames of every send and pull: the client's requests
-// and the broker's responses, with the body sizes of a 1 KiB message.
-func hotFrames() []struct {
+// hotFrame is one frame of every send or pull.
+type hotFrame struct {
 	name string
 	code int16
 	flag int32
 	h    Header
 	zero func() Header
 	body []byte
-} {
-	return []struct {
-		name string
-		code int16
-		flag int32
-		h    Header
-		zero func() Header
-		body []byte
-	}{
+}
+
+// hotFrames are the frames of every send and pull: the client's requests
+// and the broker's responses, with the body sizes of a 1 KiB message.
+func hotFrames() []hotFrame {
+	return []hotFrame{
 		{"SendV2", SendMessageV2, 0, hotSendHeader().V2(), func() Header { return new(SendMessageRequestHeaderV2) }, make([]byte, 1024)},
 		{"SendResponse", Success, FlagResponse, &SendMessageResponseHeader{MsgID: "7F00000100002A9F0000000000000064", QueueID: 3,
 			QueueOffset: 100, MsgRegion: "DefaultRegion"}, func() Header { return new(SendMessageResponseHeader) }, nil},
