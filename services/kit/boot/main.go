@@ -50,12 +50,13 @@ func App(name, version string, logger log.Logger, servers ...transport.Server) *
 // Run is a service's run: it sets up the one logger (Logger, on
 // stdout), loads the configuration at path into bc (Load), installs
 // tracing to the OTLP endpoint endpoint() names (Tracing), builds the
-// app with build (the service's wireApp, given the Kratos and slog views
-// of the logger) and runs it until a signal; then it cleans up and
+// app with build (the service's wireApp, given the slog logger; its
+// wiring adapts it with Kratos where Kratos or kit/api take a log.Logger)
+// and runs it until a signal; then it cleans up and
 // flushes the spans.
 func Run(name, version, path string, bc proto.Message, endpoint func() string,
-	build func(log.Logger, *slog.Logger) (*kratos.App, func(), error)) error {
-	slogger, logger := Logger(os.Stdout, name)
+	build func(*slog.Logger) (*kratos.App, func(), error)) error {
+	logger, _ := Logger(os.Stdout, name)
 	// ${NAME:default} placeholders in the file resolve from the environment.
 	if err := Load(path, bc); err != nil {
 		return err
@@ -65,7 +66,7 @@ func Run(name, version, path string, bc proto.Message, endpoint func() string,
 		return err
 	}
 	defer stopTracing()
-	app, cleanup, err := build(logger, slogger)
+	app, cleanup, err := build(logger)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -35,7 +34,7 @@ func TestAppStartsAndStops(t *testing.T) {
 		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, ConsumerGroup: eventv1.GroupInventory},
 		&conf.Fault{}, &conf.Reconcile{OrderGrpcAddr: testenv.FreeAddr(t), Interval: durationpb.New(time.Hour)}, &kitconf.Cleanup{},
-		log.NewStdLogger(io.Discard), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 
 	"github.com/tidemq/tide/services/inventory/internal/biz"
@@ -16,11 +15,12 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/boot"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // wireApp builds the kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
-		wire.Bind(new(service.Relay), new(*data.Outbox)), newReadiness, newApp))
+		wire.Bind(new(service.Relay), new(*data.Outbox)), newReadiness, boot.Kratos, newApp))
 }

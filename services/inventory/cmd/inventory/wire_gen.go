@@ -8,12 +8,12 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	conf2 "github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"log/slog"
 )
@@ -21,40 +21,41 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup2, err := data.NewData(confData, slogLogger)
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+	logLogger := boot.Kratos(logger)
+	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	productRepo := data.NewProductRepo(dataData)
 	reservationRepo := data.NewReservationRepo(dataData)
 	transaction := data.NewTransaction(dataData)
-	client, cleanup3, err := data.NewMQClient(messaging, slogLogger)
+	client, cleanup3, err := data.NewMQClient(messaging, logger)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
-	producer, cleanup4, err := data.NewProducer(messaging, client, slogLogger)
+	producer, cleanup4, err := data.NewProducer(messaging, client, logger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	set := data.NewFaults(fault, messaging, slogLogger)
-	outbox := data.NewOutbox(dataData, producer, set, messaging, slogLogger)
-	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, slogLogger)
+	set := data.NewFaults(fault, messaging, logger)
+	outbox := data.NewOutbox(dataData, producer, set, messaging, logger)
+	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, logger)
 	registry := data.NewRegistry()
-	dedup, err := data.NewDedup(dataData, messaging, registry, slogLogger)
+	dedup, err := data.NewDedup(dataData, messaging, registry, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	inventoryService := service.NewInventoryService(stockUsecase, dedup, slogLogger)
-	input := service.NewInput(logger)
+	inventoryService := service.NewInventoryService(stockUsecase, dedup, logger)
+	input := service.NewInput(logLogger)
 	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
-	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, slogLogger)
+	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -62,7 +63,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		return nil, nil, err
 	}
 	ready := newReadiness(dataData, consumerServer)
-	runner, err := data.NewRunner(dataData, registry, slogLogger)
+	runner, err := data.NewRunner(dataData, registry, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -85,7 +86,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		return nil, nil, err
 	}
 	reservationsJob := biz.NewReservationsJob(reconcile, dataData, orderLookup, stockUsecase, repairLog)
-	jobs := service.NewReconcileJobs(runner, reservationsJob, slogLogger)
+	jobs := service.NewReconcileJobs(runner, reservationsJob, logger)
 	httpServer := server.NewHTTPServer(confServer, inventoryService, input, ready, set, registry, jobs)
 	reconciler, err := server.NewReconciler(reconcile, jobs)
 	if err != nil {
@@ -95,7 +96,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -103,7 +104,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	app := newApp(logLogger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
 		cleanup5()
 		cleanup4()

@@ -43,7 +43,7 @@ func main() { boot.Main(Name, "../../configs", run) }
 func run(path string) error {
 	var bc conf.Bootstrap
 	endpoint := func() string { return bc.GetObservability().GetOtlpEndpoint() }
-	return boot.Run(Name, Version, path, &bc, endpoint, func(logger log.Logger, slogger *slog.Logger) (*kratos.App, func(), error) {
-		return wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), logger, slogger)
+	return boot.Run(Name, Version, path, &bc, endpoint, func(logger *slog.Logger) (*kratos.App, func(), error) {
+		return wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), logger)
 	})
 }

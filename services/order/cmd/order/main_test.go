@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
-
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
@@ -49,8 +47,7 @@ func TestAppFromConfigFile(t *testing.T) {
 	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
 		t.Fatalf("a fault is on by default: %v", f)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(),
-		log.NewFilter(log.DefaultLogger, log.FilterLevel(log.LevelError)), slog.Default())
+	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

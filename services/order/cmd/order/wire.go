@@ -9,9 +9,9 @@ import (
 	"log/slog"
 
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 
+	"github.com/tidemq/tide/services/kit/boot"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
@@ -21,6 +21,6 @@ import (
 )
 
 // wireApp init kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
-	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, newReadiness, newApp))
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
+	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, boot.Kratos, newReadiness, newApp))
 }

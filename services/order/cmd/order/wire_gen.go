@@ -8,7 +8,7 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	conf2 "github.com/tidemq/tide/services/order/internal/conf"
@@ -21,35 +21,36 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *conf2.Order, inventory *conf2.Inventory, fault *conf2.Fault, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup2, err := data.NewData(confData, slogLogger)
+func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *conf2.Order, inventory *conf2.Inventory, fault *conf2.Fault, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+	logLogger := boot.Kratos(logger)
+	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	orderRepo := data.NewOrderRepo(dataData, slogLogger)
+	orderRepo := data.NewOrderRepo(dataData, logger)
 	catalog, cleanup3, err := data.NewCatalog(inventory)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	client, cleanup4, err := data.NewMQClient(mq, slogLogger)
+	client, cleanup4, err := data.NewMQClient(mq, logger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	set := data.NewFaults(fault, slogLogger)
+	set := data.NewFaults(fault, logger)
 	registry := data.NewRegistry()
-	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, slogLogger)
+	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		return nil, nil, err
 	}
-	eventPublisher := data.NewEventPublisher(dataData, sender, set, slogLogger)
-	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry, slogLogger)
+	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
+	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry, logger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -58,12 +59,12 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 		return nil, nil, err
 	}
 	cancelTimer := data.NewCancelTimer(scheduler)
-	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, slogLogger)
+	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
-	input := service.NewInput(logger)
+	input := service.NewInput(logLogger)
 	grpcServer := server.NewGRPCServer(confServer, orderService, input)
 	dedup := data.NewDedup(dataData)
-	eventService, err := service.NewEventService(orderUsecase, dedup, registry, slogLogger)
+	eventService, err := service.NewEventService(orderUsecase, dedup, registry, logger)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -72,7 +73,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 		cleanup2()
 		return nil, nil, err
 	}
-	consumer, err := server.NewConsumer(client, eventService, set, registry, slogLogger)
+	consumer, err := server.NewConsumer(client, eventService, set, registry, logger)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -83,8 +84,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 	}
 	ready := newReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
-	sweeper := server.NewSweeper(order, eventService, slogLogger)
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
+	sweeper := server.NewSweeper(order, eventService, logger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
 	if err != nil {
 		cleanup6()
 		cleanup5()
@@ -93,7 +94,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumer, sweeper, cleanupService)
+	app := newApp(logLogger, grpcServer, httpServer, consumer, sweeper, cleanupService)
 	return app, func() {
 		cleanup6()
 		cleanup5()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kratos/kratos/v2/log"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -35,7 +34,7 @@ func TestAppStartsAndStops(t *testing.T) {
 		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
 		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
 		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
-		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &kitconf.Cleanup{}, log.NewStdLogger(io.Discard), l)
+		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &kitconf.Cleanup{}, l)
 	if err != nil {
 		t.Fatal(err)
 	}

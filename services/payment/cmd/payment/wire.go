@@ -8,10 +8,10 @@ import (
 	"log/slog"
 
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
 	"github.com/google/wire"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemq/tide/services/kit/boot"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
@@ -21,8 +21,8 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *kitconf.Cleanup, log.Logger, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
-		wire.Bind(new(service.Statements), new(*data.Gateway)), newReadiness, newFaults, newOptions, newApp))
+		wire.Bind(new(service.Statements), new(*data.Gateway)), newReadiness, newFaults, newOptions, boot.Kratos, newApp))
 }

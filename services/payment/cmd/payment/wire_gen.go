@@ -8,7 +8,7 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	conf2 "github.com/tidemq/tide/services/payment/internal/conf"
@@ -21,28 +21,29 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, order *conf2.Order, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger log.Logger, slogLogger *slog.Logger) (*kratos.App, func(), error) {
-	dataData, cleanup2, err := data.NewData(confData, slogLogger)
+func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, order *conf2.Order, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+	logLogger := boot.Kratos(logger)
+	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	accountRepo := data.NewAccountRepo(dataData)
 	paymentRepo := data.NewPaymentRepo(dataData)
 	registry := newRegistry()
-	idempotencyStore, err := data.NewIdempotencyStore(dataData, registry, slogLogger)
+	idempotencyStore, err := data.NewIdempotencyStore(dataData, registry, logger)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
-	v := newFaults(fault, slogLogger)
-	gateway := data.NewGateway(dataData, v, slogLogger)
+	v := newFaults(fault, logger)
+	gateway := data.NewGateway(dataData, v, logger)
 	orderReader, cleanup3, err := data.NewOrderReader(order)
 	if err != nil {
 		cleanup2()
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	client, cleanup4, err := data.NewMQClient(messaging, slogLogger)
+	client, cleanup4, err := data.NewMQClient(messaging, logger)
 	if err != nil {
 		cleanup3()
 		cleanup2()
@@ -55,7 +56,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	publisher, cleanup5, err := data.NewPublisher(messaging, client, dataData, v, registry, metrics, slogLogger)
+	publisher, cleanup5, err := data.NewPublisher(messaging, client, dataData, v, registry, metrics, logger)
 	if err != nil {
 		cleanup4()
 		cleanup3()
@@ -63,13 +64,13 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		return nil, nil, err
 	}
 	options := newOptions(messaging)
-	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, slogLogger)
+	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, logger)
 	dedup := data.NewDedup(dataData)
-	paymentService := service.NewPaymentService(paymentUsecase, dedup, slogLogger)
-	input := service.NewInput(logger)
+	paymentService := service.NewPaymentService(paymentUsecase, dedup, logger)
+	input := service.NewInput(logLogger)
 	grpcServer := server.NewGRPCServer(confServer, paymentService, input)
 	gatewayService := service.NewGatewayService(gateway)
-	runner, err := data.NewRunner(reconcile, dataData, registry, slogLogger)
+	runner, err := data.NewRunner(reconcile, dataData, registry, logger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -80,10 +81,10 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	ledger := data.NewLedger(dataData)
 	paymentsJob := biz.NewPaymentsJob(reconcile, paymentUsecase, ledger, gateway, orderReader)
 	brokerCheck := data.NewBrokerJob(reconcile, client)
-	jobs := service.NewReconcileJobs(runner, paymentsJob, brokerCheck, slogLogger)
+	jobs := service.NewReconcileJobs(runner, paymentsJob, brokerCheck, logger)
 	ready := newReadiness(dataData, messaging)
 	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gatewayService, jobs, v, registry, ready, input)
-	consumerServer, err := server.NewConsumerServer(messaging, client, paymentService, v, registry, metrics, slogLogger)
+	consumerServer, err := server.NewConsumerServer(messaging, client, paymentService, v, registry, metrics, logger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -99,7 +100,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, slogLogger)
+	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
 	if err != nil {
 		cleanup5()
 		cleanup4()
@@ -107,7 +108,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	app := newApp(logger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	app := newApp(logLogger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
 	return app, func() {
 		cleanup5()
 		cleanup4()
