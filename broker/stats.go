@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tidemq/tide/broker/internal/clientmgr"
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
@@ -114,11 +115,7 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, c *remoting.Conn
 	cc := protocol.ConsumerConnection{ConsumeType: g.ConsumeType, MessageModel: g.MessageModel, ConsumeFromWhere: g.ConsumeFromWhere,
 		SubscriptionTable: map[string]protocol.SubscriptionData{}}
 	for _, m := range b.clients.ConsumerMembers(h.ConsumerGroup) {
-		addr := ""
-		if conn, ok := m.Channel.(*remoting.Conn); ok {
-			addr = conn.RemoteAddr().String()
-		}
-		cc.ConnectionSet = append(cc.ConnectionSet, protocol.Connection{ClientID: m.ClientID, ClientAddr: addr, Language: m.Language, Version: m.Version})
+		cc.ConnectionSet = append(cc.ConnectionSet, memberConnection(m))
 	}
 	for _, s := range g.Subscriptions {
 		cc.SubscriptionTable[s.Topic] = protocol.SubscriptionData{Topic: s.Topic, SubString: s.Expression, ExpressionType: s.ExpressionType,
@@ -127,6 +124,17 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, c *remoting.Conn
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = cc.Encode()
 	return resp
+}
+
+// memberConnection is a group member as GET_CONSUMER_CONNECTION_LIST and
+// GET_PRODUCER_CONNECTION_LIST list it: its address is the remote end of
+// its connection.
+func memberConnection(m clientmgr.Member) protocol.Connection {
+	addr := ""
+	if conn, ok := m.Channel.(*remoting.Conn); ok {
+		addr = conn.RemoteAddr().String()
+	}
+	return protocol.Connection{ClientID: m.ClientID, ClientAddr: addr, Language: m.Language, Version: m.Version}
 }
 
 // handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST: the live
@@ -144,11 +152,7 @@ func (b *Broker) handleProducerConnections(ctx context.Context, c *remoting.Conn
 	}
 	var pc protocol.ProducerConnection
 	for _, m := range members {
-		addr := ""
-		if conn, ok := m.Channel.(*remoting.Conn); ok {
-			addr = conn.RemoteAddr().String()
-		}
-		pc.ConnectionSet = append(pc.ConnectionSet, protocol.Connection{ClientID: m.ClientID, ClientAddr: addr, Language: m.Language, Version: m.Version})
+		pc.ConnectionSet = append(pc.ConnectionSet, memberConnection(m))
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.Body = pc.Encode()

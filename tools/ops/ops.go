@@ -104,12 +104,7 @@ func Connections(ctx context.Context, a *mqclient.Admin, masters []Broker, group
 		}
 		online = true
 		gc.ConsumeType, gc.MessageModel, gc.ConsumeFromWhere = cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere
-		for _, c := range cc.ConnectionSet {
-			if !seenClient[c.ClientID] {
-				seenClient[c.ClientID] = true
-				gc.Connections = append(gc.Connections, c)
-			}
-		}
+		gc.Connections = appendNew(gc.Connections, seenClient, cc.ConnectionSet)
 		for t, sd := range cc.SubscriptionTable {
 			if !seenTopic[t] {
 				seenTopic[t] = true
@@ -137,15 +132,22 @@ func ProducerConnections(ctx context.Context, a *mqclient.Admin, masters []Broke
 			continue
 		}
 		online = true
-		for _, c := range pc.ConnectionSet {
-			if !seen[c.ClientID] {
-				seen[c.ClientID] = true
-				conns = append(conns, c)
-			}
-		}
+		conns = appendNew(conns, seen, pc.ConnectionSet)
 	}
 	sort.Slice(conns, func(i, j int) bool { return conns[i].ClientID < conns[j].ClientID })
 	return conns, online, nil
+}
+
+// appendNew appends the connections of add whose client is not in seen
+// yet, and marks them seen: one entry per client across brokers.
+func appendNew(conns []protocol.Connection, seen map[string]bool, add []protocol.Connection) []protocol.Connection {
+	for _, c := range add {
+		if !seen[c.ClientID] {
+			seen[c.ClientID] = true
+			conns = append(conns, c)
+		}
+	}
+	return conns
 }
 
 // FindByID looks id up as an offset message id (any topic), then as a
