@@ -54,6 +54,20 @@ func (e *cli) controllerClient(co *common, addrs string) (*controllerclient.Clie
 	return controllerclient.New(rc, list), func() { rc.Close() }, nil
 }
 
+// withController runs fn with a client of the controllers at addrs and a
+// context bounded by the command's --timeout; the client is closed when fn
+// returns.
+func (e *cli) withController(ctx context.Context, co *common, addrs string, fn func(context.Context, *controllerclient.Client) error) error {
+	cli, closeFn, err := e.controllerClient(co, addrs)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(ctx, co.timeout)
+	defer cancel()
+	return fn(ctx, cli)
+}
+
 func runGetControllerMetaData(ctx context.Context, e *cli, args []string) error {
 	co, parseArgs, addr := e.controllerFlags("getControllerMetaData", "")
 	if err := parseArgs(args); err != nil {
@@ -103,14 +117,11 @@ func runGetSyncStateSet(ctx context.Context, e *cli, args []string) error {
 	if err := require("-a controllerAddr", *addr, "-b brokerName", *names); err != nil {
 		return err
 	}
-	cli, closeFn, err := e.controllerClient(co, *addr)
-	if err != nil {
+	var info *protocol.BrokerReplicasInfo
+	err := e.withController(ctx, co, *addr, func(ctx context.Context, cli *controllerclient.Client) (err error) {
+		info, err = cli.SyncStateData(ctx, strings.Split(*names, ","))
 		return err
-	}
-	defer closeFn()
-	cctx, cancel := context.WithTimeout(ctx, co.timeout)
-	defer cancel()
-	info, err := cli.SyncStateData(cctx, strings.Split(*names, ","))
+	})
 	if err != nil {
 		return err
 	}
@@ -153,15 +164,12 @@ func runElectMaster(ctx context.Context, e *cli, args []string) error {
 	if *id < 0 {
 		return usagef("-i brokerId is required")
 	}
-	cli, closeFn, err := e.controllerClient(co, *addr)
-	if err != nil {
+	var h *protocol.ElectMasterResponseHeader
+	err := e.withController(ctx, co, *addr, func(ctx context.Context, cli *controllerclient.Client) (err error) {
+		h, _, err = cli.ElectMaster(ctx, &protocol.ElectMasterRequestHeader{ClusterName: *cluster, BrokerName: *name,
+			BrokerID: *id, DesignateElect: true})
 		return err
-	}
-	defer closeFn()
-	cctx, cancel := context.WithTimeout(ctx, co.timeout)
-	defer cancel()
-	h, _, err := cli.ElectMaster(cctx, &protocol.ElectMasterRequestHeader{ClusterName: *cluster, BrokerName: *name,
-		BrokerID: *id, DesignateElect: true})
+	})
 	if err != nil {
 		return err
 	}
@@ -177,14 +185,11 @@ func runListElections(ctx context.Context, e *cli, args []string) error {
 	if err := parseArgs(args); err != nil {
 		return err
 	}
-	cli, closeFn, err := e.controllerClient(co, *addr)
-	if err != nil {
+	var hist []protocol.Election
+	err := e.withController(ctx, co, *addr, func(ctx context.Context, cli *controllerclient.Client) (err error) {
+		hist, err = cli.ElectionHistory(ctx, *name)
 		return err
-	}
-	defer closeFn()
-	cctx, cancel := context.WithTimeout(ctx, co.timeout)
-	defer cancel()
-	hist, err := cli.ElectionHistory(cctx, *name)
+	})
 	if err != nil {
 		return err
 	}
