@@ -38,11 +38,14 @@ type metrics struct {
 	// dropped (the member took nothing in time) or failed (connection gone).
 	notifications *prometheus.CounterVec
 	boot          time.Time
+	// The children in use of the vectors above (metrics_cache.go).
+	byTopic  topicMetrics
+	reqCache requestMetrics
 }
 
 // observeAppend records one store append of topic that began at start.
 func (m *metrics) observeAppend(topic string, start time.Time) {
-	m.appendTime.WithLabelValues(topic).Observe(time.Since(start).Seconds())
+	m.byTopic.appendTime.get(topic).Observe(time.Since(start).Seconds())
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -69,6 +72,7 @@ func newMetrics(b *Broker) *metrics {
 			[]string{"result"}),
 		boot: time.Now(),
 	}
+	m.byTopic = newTopicMetrics(m)
 	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, m.appendTime, m.notifications, &collector{b: b},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -95,11 +99,7 @@ func (b *Broker) instrument(h remoting.HandlerFunc) remoting.HandlerFunc {
 	return func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 		start := time.Now()
 		resp := h(ctx, c, req)
-		outcome := "HELD"
-		if resp != nil {
-			outcome = protocol.CodeName(resp.Code)
-		}
-		b.metrics.requests.WithLabelValues(requestName(req.Code), outcome).Observe(time.Since(start).Seconds())
+		b.metrics.request(req.Code, resp).Observe(time.Since(start).Seconds())
 		return resp
 	}
 }
@@ -113,11 +113,7 @@ func (b *Broker) instrumentInline(h remoting.InlineFunc) remoting.InlineFunc {
 		if !served {
 			return nil, false
 		}
-		outcome := "HELD"
-		if resp != nil {
-			outcome = protocol.CodeName(resp.Code)
-		}
-		b.metrics.requests.WithLabelValues(requestName(req.Code), outcome).Observe(time.Since(start).Seconds())
+		b.metrics.request(req.Code, resp).Observe(time.Since(start).Seconds())
 		return resp, true
 	}
 }

@@ -183,7 +183,7 @@ func (b *Broker) pullOnce(req *protocol.Command, h *protocol.PullMessageRequestH
 	switch res.Status {
 	case store.Found:
 		resp.Body = res.Data
-		b.metrics.msgsOut.WithLabelValues(h.Topic).Add(float64(len(res.Records)))
+		b.metrics.byTopic.msgsOut.get(h.Topic).Add(float64(len(res.Records)))
 	case store.NoMatchedMessage, store.MessageWasRemoving:
 		resp.Code = protocol.PullRetryImmediately
 	case store.OffsetFoundNull, store.OffsetOverflowOne:

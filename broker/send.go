@@ -293,8 +293,8 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	for _, m := range msgs {
 		size += len(m.Body)
 	}
-	b.metrics.msgsIn.WithLabelValues(t).Add(float64(len(msgs)))
-	b.metrics.bytesIn.WithLabelValues(t).Add(float64(size))
+	b.metrics.byTopic.msgsIn.get(t).Add(float64(len(msgs)))
+	b.metrics.byTopic.bytesIn.get(t).Add(float64(size))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
