@@ -113,7 +113,8 @@ func TestAbuseOnLoopback(t *testing.T) {
 
 	after := heapInUse()
 	t.Logf("heap in use: %d MiB before, %d MiB with %d abusive connections dialled, %d open at the broker", before>>20, after>>20, len(conns), openConns(t, e))
-	// 1,000 connections cost a goroutine and two 32 KiB buffers each;
+	// 1,000 connections cost a goroutine and a read buffer (512 B to
+	// 64 KiB, following the reads) each;
 	// the 50 announced 16 MiB frames would cost 800 MiB if allocated
 	// up front. 256 MiB is generous for everything else.
 	if after > before+256<<20 {

@@ -1,7 +1,6 @@
 package remoting
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -21,8 +20,6 @@ import (
 )
 
 const (
-	// readBufferSize is the size of the per-connection read buffer.
-	readBufferSize = 32 << 10
 	// maxPooledFrame: encode buffers that grew beyond this are dropped
 	// instead of pooled, so one huge response does not pin memory.
 	maxPooledFrame = 1 << 20
@@ -491,8 +488,9 @@ func (c *Conn) serve() {
 	if c.rd != nil {
 		r = c.rd
 	}
-	br := bufio.NewReaderSize(r, readBufferSize)
+	br := newReadBuf(r)
 	err := c.readLoop(br)
+	br.release() // the frames read own their bytes (readFrame copies)
 	if len(c.out) > 0 || c.outHeld > 0 {
 		_ = c.flushInline() // the replies to requests served before the read failed
 	}
@@ -505,16 +503,12 @@ const maxInlineOut = 64 << 10
 
 // frameBuffered reports whether br holds a whole frame, so that reading
 // it does not wait for the socket.
-func frameBuffered(br *bufio.Reader) bool {
-	n := br.Buffered()
-	if n < 4 {
+func frameBuffered(br *readBuf) bool {
+	p := br.peek()
+	if len(p) < 4 {
 		return false
 	}
-	p, err := br.Peek(4)
-	if err != nil {
-		return false
-	}
-	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(p))
+	return uint64(len(p)) >= 4+uint64(binary.BigEndian.Uint32(p))
 }
 
 // flushInline writes the responses served inline so far in one write and
@@ -536,7 +530,7 @@ func (c *Conn) flushInline() error {
 	return err
 }
 
-func (c *Conn) readLoop(br *bufio.Reader) error {
+func (c *Conn) readLoop(br *readBuf) error {
 	var lenBuf [4]byte
 	for {
 		// Responses served inline leave in one write once the requests

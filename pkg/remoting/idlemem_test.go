@@ -16,9 +16,10 @@ import (
 // bytes each, included). Not asserted: it is there to show a change of
 // per-connection state (read buffer, goroutines, TLS sniffing) in
 // numbers; the broker's scale run (docs/benchmarks) measures the RSS.
-// On 2026-12-02: heap 34,231 B (32 KiB of it the read buffer, whose
-// untouched pages cost no RSS), stack 1,966 B; the build of 2026-11-30
-// evening: 34,140 B and 2,359 B.
+// On 2026-12-02: heap 34,231 B (32 KiB of it the fixed read buffer,
+// whose untouched pages cost no RSS), stack 1,966 B; the build of
+// 2026-11-30 evening: 34,140 B and 2,359 B; with the adaptive read
+// buffer (readbuf.go, 512 B while quiet) 1,418 B and 2,163 B.
 func BenchmarkIdleConnBytes(b *testing.B) {
 	const conns = 500
 	var heap, stack float64
