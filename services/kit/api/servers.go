@@ -3,7 +3,10 @@ package api
 import (
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	khttp "github.com/go-kratos/kratos/v2/transport/http"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // Listen is what a service's configuration says about one of its servers:
@@ -50,4 +53,18 @@ func (in *Input) NewGRPCServer(l Listen, extra ...kgrpc.ServerOption) *kgrpc.Ser
 		opts = append(opts, kgrpc.Timeout(l.GetTimeout().AsDuration()))
 	}
 	return kgrpc.NewServer(append(opts, extra...)...)
+}
+
+// RegisterGRPC registers a service's API on its gRPC server: the
+// generated Register<Name>Server with the service's handlers.
+type RegisterGRPC func(grpc.ServiceRegistrar)
+
+// GRPCServer returns a service's gRPC server, a wire provider: c's gRPC
+// listener, the input contract and middleware of in (Input.NewGRPCServer)
+// and the API that register registers (each service's server package
+// provides its RegisterGRPC). Kratos registers grpc.health.v1 on it.
+func GRPCServer(c *kitconf.Server, in *Input, register RegisterGRPC) *kgrpc.Server {
+	srv := in.NewGRPCServer(c.GetGrpc())
+	register(srv)
+	return srv
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/cleanup"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
 // Name and Version are set with -ldflags "-X main.Version=…".
@@ -25,7 +26,7 @@ var (
 	Version = "dev"
 )
 
-func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *server.Reconciler, cu *cleanup.Service) *kratos.App {
+func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *rechttp.Reconciler, cu *cleanup.Service) *kratos.App {
 	return boot.App(Name, Version, logger, gs, hs, cs, rc, cu)
 }
 

@@ -17,10 +17,12 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/boot"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
 // wireApp builds the kratos application.
 func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
-		wire.Bind(new(service.Relay), new(*data.Outbox)), newReadiness, boot.Kratos, newApp))
+		wire.Bind(new(service.Relay), new(*data.Outbox)),
+		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, boot.Kratos, newApp))
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"log/slog"
 )
 
@@ -23,6 +25,7 @@ import (
 // wireApp builds the kratos application.
 func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	input := service.NewInput(logLogger)
 	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
@@ -53,8 +56,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		return nil, nil, err
 	}
 	inventoryService := service.NewInventoryService(stockUsecase, dedup, logger)
-	input := service.NewInput(logLogger)
-	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
+	registerGRPC := server.NewGRPCAPI(inventoryService)
+	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
 	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, logger)
 	if err != nil {
 		cleanup4()
@@ -88,7 +91,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	reservationsJob := biz.NewReservationsJob(reconcile, dataData, orderLookup, stockUsecase, repairLog)
 	jobs := service.NewReconcileJobs(runner, reservationsJob, logger)
 	httpServer := server.NewHTTPServer(confServer, inventoryService, input, ready, set, registry, jobs)
-	reconciler, err := server.NewReconciler(reconcile, jobs)
+	reconciler, err := rechttp.NewReconciler(reconcile, jobs)
 	if err != nil {
 		cleanup5()
 		cleanup4()

@@ -7,35 +7,24 @@
 package server
 
 import (
-	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/google/wire"
+	"google.golang.org/grpc"
 
 	v1 "github.com/tidemq/tide/api/inventory/v1"
-	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
-	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/api"
-	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
-// ProviderSet is server providers.
-var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, NewReconciler)
+// ProviderSet is server providers: the gRPC server (kit/api.GRPCServer
+// with NewGRPCAPI), the HTTP server, the consumer server and the
+// reconciliation schedule (kit rechttp.NewReconciler, every
+// reconcile.interval: the injector binds *conf.Reconcile to
+// rechttp.Schedule).
+var ProviderSet = wire.NewSet(api.GRPCServer, NewGRPCAPI, NewHTTPServer, NewConsumerServer, rechttp.NewReconciler)
 
-// NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
-// Kratos itself).
-func NewGRPCServer(c *kitconf.Server, s *service.InventoryService, in *api.Input) *grpc.Server {
-	srv := in.NewGRPCServer(c.GetGrpc())
-	v1.RegisterInventoryServer(srv, s)
-	return srv
-}
-
-// Reconciler runs the reconciliation jobs every reconcile.interval (0:
-// on demand only, through /v1/reconcile/); a Kratos server.
-type Reconciler struct{ *kratosmq.Task }
-
-// NewReconciler schedules jobs as rc says.
-func NewReconciler(rc *conf.Reconcile, jobs *rechttp.Jobs) (*Reconciler, error) {
-	t, err := jobs.Server("reconcile", rc.GetInterval().AsDuration())
-	return &Reconciler{t}, err
+// NewGRPCAPI registers the Inventory API on the gRPC server (Kratos
+// registers grpc.health.v1 itself).
+func NewGRPCAPI(s *service.InventoryService) api.RegisterGRPC {
+	return func(r grpc.ServiceRegistrar) { v1.RegisterInventoryServer(r, s) }
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	kerrors "github.com/go-kratos/kratos/v2/errors"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/kit/api"
@@ -110,6 +111,27 @@ func (j *Jobs) Server(name string, every time.Duration) (*kratosmq.Task, error) 
 		}
 	}
 	return kratosmq.Runner(name, j.runner.Start, j.runner.Shutdown), nil
+}
+
+// Schedule is what a service's configuration says about its
+// reconciliation: how often the jobs run (0 or unset: on demand only,
+// through the HTTP front end). Each service's generated conf.Reconcile
+// satisfies it (a nil one too: its getter answers nil).
+type Schedule interface {
+	GetInterval() *durationpb.Duration
+}
+
+// Reconciler runs a service's reconciliation jobs on their schedule, as
+// a Kratos server. One run of a job at a time across instances (the
+// runner's Redis lease); every run, discrepancy and repair is in the
+// audit tables.
+type Reconciler struct{ *kratosmq.Task }
+
+// NewReconciler schedules jobs every c's interval (Jobs.Server, named
+// "reconcile"), a wire provider; call it once per Jobs.
+func NewReconciler(c Schedule, jobs *Jobs) (*Reconciler, error) {
+	t, err := jobs.Server("reconcile", c.GetInterval().AsDuration())
+	return &Reconciler{t}, err
 }
 
 // Runner returns the runner the jobs run on.

@@ -8,6 +8,7 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
@@ -23,6 +24,7 @@ import (
 // wireApp init kratos application.
 func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *conf2.Order, inventory *conf2.Inventory, fault *conf2.Fault, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	input := service.NewInput(logLogger)
 	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
@@ -61,8 +63,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 	cancelTimer := data.NewCancelTimer(scheduler)
 	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
-	input := service.NewInput(logLogger)
-	grpcServer := server.NewGRPCServer(confServer, orderService, input)
+	registerGRPC := server.NewGRPCAPI(orderService)
+	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
 	dedup := data.NewDedup(dataData)
 	eventService, err := service.NewEventService(orderUsecase, dedup, registry, logger)
 	if err != nil {

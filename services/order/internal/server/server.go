@@ -6,23 +6,21 @@
 package server
 
 import (
-	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/google/wire"
+	"google.golang.org/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
-	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
-// ProviderSet is server providers.
-var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumer, NewSweeper)
+// ProviderSet is server providers: the gRPC server (kit/api.GRPCServer
+// with NewGRPCAPI), the HTTP server, the consumers and the sweeper.
+var ProviderSet = wire.NewSet(api.GRPCServer, NewGRPCAPI, NewHTTPServer, NewConsumer, NewSweeper)
 
-// NewGRPCServer returns the gRPC server of the Order API; requests are
+// NewGRPCAPI registers the Order API on the gRPC server; requests are
 // checked against service.Schemas (InvalidArgument naming the field).
 // Kratos also registers grpc.health.v1 on it.
-func NewGRPCServer(c *kitconf.Server, order *service.OrderService, in *api.Input) *grpc.Server {
-	srv := in.NewGRPCServer(c.GetGrpc())
-	orderv1.RegisterOrderServer(srv, order)
-	return srv
+func NewGRPCAPI(order *service.OrderService) api.RegisterGRPC {
+	return func(r grpc.ServiceRegistrar) { orderv1.RegisterOrderServer(r, order) }
 }

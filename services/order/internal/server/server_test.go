@@ -166,7 +166,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(logger), api.AllReady(d.Ready, api.Started("consumers", cons.Running)), faults, reg)
-	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
+	gs := api.GRPCServer(sc, service.NewInput(logger), NewGRPCAPI(svc))
 	sw := NewSweeper(oc, events, sl)
 
 	// Endpoint binds the listeners: resolve them before Start runs on

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemq/tide/services/kit/boot"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -24,5 +25,6 @@ import (
 func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
-		wire.Bind(new(service.Statements), new(*data.Gateway)), newReadiness, newFaults, newOptions, boot.Kratos, newApp))
+		wire.Bind(new(service.Statements), new(*data.Gateway)),
+		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, newFaults, newOptions, boot.Kratos, newApp))
 }

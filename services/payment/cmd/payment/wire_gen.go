@@ -8,8 +8,10 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
+	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	conf2 "github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/data"
@@ -23,6 +25,7 @@ import (
 // wireApp builds the kratos application.
 func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, order *conf2.Order, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	input := service.NewInput(logLogger)
 	dataData, cleanup2, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
@@ -67,8 +70,8 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, logger)
 	dedup := data.NewDedup(dataData)
 	paymentService := service.NewPaymentService(paymentUsecase, dedup, logger)
-	input := service.NewInput(logLogger)
-	grpcServer := server.NewGRPCServer(confServer, paymentService, input)
+	registerGRPC := server.NewGRPCAPI(paymentService)
+	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
 	gatewayService := service.NewGatewayService(gateway)
 	runner, err := data.NewRunner(reconcile, dataData, registry, logger)
 	if err != nil {
@@ -92,7 +95,7 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 		cleanup2()
 		return nil, nil, err
 	}
-	reconciler, err := server.NewReconciler(reconcile, jobs)
+	reconciler, err := rechttp.NewReconciler(reconcile, jobs)
 	if err != nil {
 		cleanup5()
 		cleanup4()

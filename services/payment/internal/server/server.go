@@ -7,37 +7,24 @@
 package server
 
 import (
-	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/google/wire"
+	"google.golang.org/grpc"
 
 	v1 "github.com/tidemq/tide/api/payment/v1"
-	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/kit/api"
-	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
-	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/service"
 )
 
-// ProviderSet is server providers.
-var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, NewReconciler)
+// ProviderSet is server providers: the gRPC server (kit/api.GRPCServer
+// with NewGRPCAPI), the HTTP server, the consumer server and the
+// reconciliation schedule (kit rechttp.NewReconciler, every
+// reconcile.interval: the injector binds *conf.Reconcile to
+// rechttp.Schedule).
+var ProviderSet = wire.NewSet(api.GRPCServer, NewGRPCAPI, NewHTTPServer, NewConsumerServer, rechttp.NewReconciler)
 
-// NewGRPCServer returns the gRPC server (grpc.health.v1 is registered by
-// Kratos itself).
-func NewGRPCServer(c *kitconf.Server, s *service.PaymentService, in *api.Input) *grpc.Server {
-	srv := in.NewGRPCServer(c.GetGrpc())
-	v1.RegisterPaymentServer(srv, s)
-	return srv
-}
-
-// Reconciler runs the reconciliation jobs every reconcile.interval (0:
-// on demand only, through /v1/reconcile/); a Kratos server. One run of a
-// job at a time across instances (Redis lease); every run, discrepancy
-// and repair is in the audit tables.
-type Reconciler struct{ *kratosmq.Task }
-
-// NewReconciler schedules jobs as c says.
-func NewReconciler(c *conf.Reconcile, jobs *rechttp.Jobs) (*Reconciler, error) {
-	t, err := jobs.Server("reconcile", c.GetInterval().AsDuration())
-	return &Reconciler{t}, err
+// NewGRPCAPI registers the Payment API on the gRPC server (Kratos
+// registers grpc.health.v1 itself).
+func NewGRPCAPI(s *service.PaymentService) api.RegisterGRPC {
+	return func(r grpc.ServiceRegistrar) { v1.RegisterPaymentServer(r, s) }
 }
