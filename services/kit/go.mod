@@ -13,6 +13,7 @@ require (
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient/idempotent v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient/kratosmq v0.0.0-00010101000000-000000000000
+	github.com/tidemq/tide/pkg/mqclient/tracing v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient/txmsg v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.38.0
@@ -74,6 +75,8 @@ replace (
 replace github.com/tidemq/tide/pkg/mqclient/idempotent => ../../pkg/mqclient/idempotent
 
 replace github.com/tidemq/tide/pkg/mqclient/kratosmq => ../../pkg/mqclient/kratosmq
+
+replace github.com/tidemq/tide/pkg/mqclient/tracing => ../../pkg/mqclient/tracing
 
 replace github.com/tidemq/tide/pkg/mqclient/txmsg => ../../pkg/mqclient/txmsg
 

@@ -2,16 +2,11 @@ package server
 
 import (
 	"log/slog"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
-	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
-	"github.com/tidemq/tide/pkg/mqclient/middleware"
-	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/consume"
@@ -46,32 +41,27 @@ type ConsumerServer struct {
 
 // NewConsumerServer subscribes the service to order events
 // (service.InventoryService.OrderEventsHandler), on the process's client
-// mc, and runs relay beside the consumer.
+// mc, inside the services' middleware (kit/consume.Consumers), and runs
+// relay beside the consumer.
 func NewConsumerServer(c *conf.Messaging, mc *mqclient.Client, s *service.InventoryService, relay service.Relay, faults *fault.Set,
 	reg prometheus.Registerer, l *slog.Logger) (*ConsumerServer, error) {
 	group := c.GetConsumerGroup()
 	if group == "" {
 		group = eventv1.GroupInventory
 	}
-	cl := l.With("module", "inventory/consumer")
 	handler, err := s.OrderEventsHandler(group, reg)
 	if err != nil {
 		return nil, err
 	}
-	m, err := mqmetrics.New(reg)
+	consumers, err := consume.NewConsumers(mc, reg, faults, l.With("module", "inventory/consumer"), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	if err != nil {
 		return nil, err
 	}
-	opts := []mqclient.Option{mqclient.WithOrdered(), mqclient.WithMiddleware(middleware.Recover(cl),
-		tracing.Middleware(tracing.Options{}), m.Middleware(group), consume.LogOutcome(cl, group), consume.CrashAfterEffect(faults, fault.CrashAfterEffect))}
-	base := []mqclient.Option{mqclient.WithClient(mc)}
-	mq := kratosmq.NewServer(kratosmq.WithClientOptions(append(base, mqclient.WithLogger(l),
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...), kratosmq.WithLogger(l))
-	expr := strings.Join([]string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}, " || ")
-	if err := mq.Subscribe(group, eventv1.TopicOrderEvents, expr, handler, opts...); err != nil {
+	tags := []string{eventv1.TagOrderCreated, eventv1.TagOrderCancelled, eventv1.TagOrderPaid}
+	if err := consumers.Subscribe(group, eventv1.TopicOrderEvents, tags, handler, mqclient.WithOrdered()); err != nil {
 		return nil, err
 	}
-	cs := consume.NewServer(mq, base, eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents)
+	cs := consumers.Server(eventv1.TopicOrderEvents, eventv1.TopicInventoryEvents)
 	cs.Before, cs.After = relay.Start, relay.Stop
 	return &ConsumerServer{cs}, nil
 }

@@ -2,16 +2,11 @@ package server
 
 import (
 	"log/slog"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
-	mqmetrics "github.com/tidemq/tide/pkg/mqclient/metrics"
-	"github.com/tidemq/tide/pkg/mqclient/middleware"
-	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/kit/consume"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/order/internal/service"
@@ -36,13 +31,10 @@ type Consumer struct {
 }
 
 // NewConsumer subscribes the handlers of events (service.EventService),
-// on the process's client mc; it connects on Start.
+// on the process's client mc, inside the services' middleware
+// (kit/consume.Consumers); it connects on Start.
 func NewConsumer(mc *mqclient.Client, events *service.EventService, faults *fault.Set, reg prometheus.Registerer, l *slog.Logger) (*Consumer, error) {
-	sl := l.With("module", "order/consumer")
-	base := []mqclient.Option{mqclient.WithClient(mc)}
-	srv := kratosmq.NewServer(kratosmq.WithClientOptions(append(base,
-		mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst), mqclient.WithLogger(sl))...), kratosmq.WithLogger(sl))
-	m, err := mqmetrics.New(reg)
+	cs, err := consume.NewConsumers(mc, reg, faults, l.With("module", "order/consumer"), mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))
 	if err != nil {
 		return nil, err
 	}
@@ -50,24 +42,16 @@ func NewConsumer(mc *mqclient.Client, events *service.EventService, faults *faul
 	if err != nil {
 		return nil, err
 	}
-	common := func(group string) []mqclient.Option {
-		return []mqclient.Option{mqclient.WithMiddleware(middleware.Recover(sl), tracing.Middleware(tracing.Options{}),
-			m.Middleware(group), consume.LogOutcome(sl, group), consume.CrashAfterEffect(faults, fault.CrashAfterEffect))}
-	}
-	expr := func(tags ...string) string { return strings.Join(tags, " || ") }
-	opts := append(common(eventv1.GroupOrder), mqclient.WithOrdered())
-	if err := srv.Subscribe(eventv1.GroupOrder, eventv1.TopicInventoryEvents,
-		expr(eventv1.TagStockReserved, eventv1.TagStockRejected, eventv1.TagStockReleased), handler, opts...); err != nil {
+	if err := cs.Subscribe(eventv1.GroupOrder, eventv1.TopicInventoryEvents,
+		[]string{eventv1.TagStockReserved, eventv1.TagStockRejected, eventv1.TagStockReleased}, handler, mqclient.WithOrdered()); err != nil {
 		return nil, err
 	}
-	if err := srv.Subscribe(eventv1.GroupOrder, eventv1.TopicPaymentEvents,
-		expr(eventv1.TagPaymentSucceeded, eventv1.TagPaymentRefunded), handler, opts...); err != nil {
+	if err := cs.Subscribe(eventv1.GroupOrder, eventv1.TopicPaymentEvents,
+		[]string{eventv1.TagPaymentSucceeded, eventv1.TagPaymentRefunded}, handler, mqclient.WithOrdered()); err != nil {
 		return nil, err
 	}
-	if err := srv.Subscribe(eventv1.GroupOrderTimer, eventv1.TopicOrderCancelTimer, "*", events.HandleTimer,
-		common(eventv1.GroupOrderTimer)...); err != nil {
+	if err := cs.Subscribe(eventv1.GroupOrderTimer, eventv1.TopicOrderCancelTimer, nil, events.HandleTimer); err != nil {
 		return nil, err
 	}
-	return &Consumer{consume.NewServer(srv, base, eventv1.TopicInventoryEvents,
-		eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer)}, nil
+	return &Consumer{cs.Server(eventv1.TopicInventoryEvents, eventv1.TopicPaymentEvents, eventv1.TopicOrderCancelTimer)}, nil
 }
