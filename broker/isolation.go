@@ -18,7 +18,7 @@ type identityKey struct{}
 
 // identity is who sent req on c.
 func identity(c *remoting.Conn, req *protocol.Command) acl.Identity {
-	return acl.Identity{AccessKey: req.ExtFields[acl.FieldAccessKey], Remote: remoteIP(c.RemoteAddr())}
+	return acl.Identity{AccessKey: req.Ext(acl.FieldAccessKey), Remote: remoteIP(c.RemoteAddr())}
 }
 
 // authorize checks res (and admin) for the sender of req. It returns nil
@@ -54,9 +54,10 @@ func recordResource(recordTopic string, realTopic string) (res acl.Resource, adm
 
 // decodeSend decodes the send header of any send code (10, 310, 320,
 // 324, 325) as handleSend acts on it: the long-name form for 10 and 324,
-// the short-name form for the others.
+// the short-name form for the others. The header may be req's own (typed
+// by the frame decoder, without a map): changing it changes req.
 func decodeSend(req *protocol.Command) (*protocol.SendMessageRequestHeader, error) {
-	return protocol.DecodeSendHeader(req.Code, req.ExtFields)
+	return protocol.DecodeSendRequest(req)
 }
 
 // decodeRecall decodes the header of TideRecallTimer: handle is the

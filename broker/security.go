@@ -211,7 +211,8 @@ func (b *Broker) checkACL(_ context.Context, c *remoting.Conn, req *protocol.Com
 	if !ok {
 		return b.errorResponse(c, req, protocol.NoPermission, "%v: request code %d has no access rule in this broker", acl.ErrDenied, req.Code)
 	}
-	r := acl.Request{Code: req.Code, Ext: req.ExtFields, Body: req.Body, Remote: remoteIP(c.RemoteAddr()), Admin: rule.admin}
+	// Fields: a signature covers every field, a typed send header's too.
+	r := acl.Request{Code: req.Code, Ext: req.Fields(), Body: req.Body, Remote: remoteIP(c.RemoteAddr()), Admin: rule.admin}
 	var badHeader error
 	if rule.resources != nil {
 		res, admin, err := rule.resources(req)

@@ -61,7 +61,7 @@ func sentBatches(t *testing.T, f *fakeBroker) (codes []int16, keys [][]string) {
 	for _, req := range f.log {
 		codes = append(codes, req.Code)
 		if req.Code != protocol.SendBatchMessage {
-			h, err := protocol.DecodeSendHeader(req.Code, req.ExtFields)
+			h, err := protocol.DecodeSendRequest(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func newFakeBroker(t *testing.T, name string) *fakeBroker {
 		if code := int16(f.fail.Load()); code != 0 {
 			return protocol.NewResponse(req, code, "injected failure")
 		}
-		h, err := protocol.DecodeSendHeader(req.Code, req.ExtFields)
+		h, err := protocol.DecodeSendRequest(req)
 		if err != nil {
 			return protocol.NewResponse(req, protocol.SystemError, err.Error())
 		}

@@ -37,7 +37,7 @@ func TestRequestHeaderSerializeType(t *testing.T) {
 			if req.SerializeType != tt.want {
 				t.Errorf("serialize type %d, want %d", req.SerializeType, tt.want)
 			}
-			h, err := protocol.DecodeSendHeader(req.Code, req.ExtFields)
+			h, err := protocol.DecodeSendRequest(req)
 			if err != nil || h.Topic != "orders" || h.ProducerGroup == "" || protocol.DecodeProperties(h.Properties)[protocol.PropTags] != "t" {
 				t.Errorf("send header %+v: %v", h, err)
 			}

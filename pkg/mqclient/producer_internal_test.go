@@ -179,7 +179,7 @@ func TestProducerInterceptors(t *testing.T) {
 		t.Errorf("AfterSend got %+v, want the send result", got)
 	}
 	a.mu.Lock()
-	props := protocol.DecodeProperties(a.log[0].ExtFields["i"])
+	props := protocol.DecodeProperties(a.log[0].Ext("i"))
 	a.mu.Unlock()
 	if props["trace"] != "abc" || props[protocol.PropUniqKey] != res.MsgID {
 		t.Errorf("wire properties %v", props)

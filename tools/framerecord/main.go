@@ -390,7 +390,7 @@ func (r *recorder) handle(req *protocol.Command, raw []byte, send func(*protocol
 		return ok(req)
 
 	case protocol.SendMessage, protocol.SendBatchMessage, protocol.SendReplyMessage:
-		h, err := protocol.DecodeSendHeader(req.Code, req.ExtFields)
+		h, err := protocol.DecodeSendRequest(req)
 		if err != nil {
 			return protocol.NewResponse(req, protocol.SystemError, err.Error())
 		}

@@ -67,23 +67,66 @@ func appendExtBool(dst []byte, k string, v bool) []byte {
 
 // AppendBinaryExt implements ExtAppender: the entries of Encode, keys a..n.
 func (h *SendMessageRequestHeaderV2) AppendBinaryExt(dst []byte) []byte {
-	dst = appendExtString(dst, "a", h.ProducerGroup)
-	dst = appendExtString(dst, "b", h.Topic)
-	dst = appendExtString(dst, "c", h.DefaultTopic)
-	dst = appendExtInt(dst, "d", int64(h.DefaultTopicQueueNums))
-	dst = appendExtInt(dst, "e", int64(h.QueueID))
-	dst = appendExtInt(dst, "f", int64(h.SysFlag))
-	dst = appendExtInt(dst, "g", h.BornTimestamp)
-	dst = appendExtInt(dst, "h", int64(h.Flag))
-	dst = appendExtString(dst, "i", h.Properties)
-	dst = appendExtInt(dst, "j", int64(h.ReconsumeTimes))
-	dst = appendExtBool(dst, "k", h.UnitMode)
-	if h.MaxReconsumeTimes >= 0 {
-		dst = appendExtInt(dst, "l", int64(h.MaxReconsumeTimes))
-	}
-	dst = appendExtBool(dst, "m", h.Batch)
-	if h.BrokerName != "" {
-		dst = appendExtString(dst, "n", h.BrokerName)
+	return appendSendExt(dst, (*SendMessageRequestHeader)(h), &shortSendKeys, &shortSendOrder)
+}
+
+// AppendBinaryExt implements ExtAppender: the entries of Encode, sorted by
+// key. DecodeFrame types the long-name send header of SEND_MESSAGE (the
+// official Go client's single sends), so a decoded one can be re-encoded.
+func (h *SendMessageRequestHeader) AppendBinaryExt(dst []byte) []byte {
+	return appendSendExt(dst, h, &longSendKeys, &longSendOrder)
+}
+
+// The send header's ext keys by field (sendheader.go's sf* indexes), and
+// its fields in the order of their keys.
+var (
+	shortSendKeys = [sendFieldCount]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"}
+	longSendKeys  = [sendFieldCount]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId",
+		"sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname"}
+	shortSendOrder = [sendFieldCount]int8{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	longSendOrder  = [sendFieldCount]int8{sfBatch, sfBrokerName, sfBornTimestamp, sfDefaultTopic, sfDefaultTopicQueueNums, sfFlag,
+		sfMaxReconsumeTimes, sfProducerGroup, sfProperties, sfQueueID, sfReconsumeTimes, sfSysFlag, sfTopic, sfUnitMode}
+)
+
+// appendSendExt appends the entries of h's Encode, named by keys, in the
+// order of order.
+func appendSendExt(dst []byte, h *SendMessageRequestHeader, keys *[sendFieldCount]string, order *[sendFieldCount]int8) []byte {
+	for _, f := range order {
+		k := keys[f]
+		switch f {
+		case sfProducerGroup:
+			dst = appendExtString(dst, k, h.ProducerGroup)
+		case sfTopic:
+			dst = appendExtString(dst, k, h.Topic)
+		case sfDefaultTopic:
+			dst = appendExtString(dst, k, h.DefaultTopic)
+		case sfDefaultTopicQueueNums:
+			dst = appendExtInt(dst, k, int64(h.DefaultTopicQueueNums))
+		case sfQueueID:
+			dst = appendExtInt(dst, k, int64(h.QueueID))
+		case sfSysFlag:
+			dst = appendExtInt(dst, k, int64(h.SysFlag))
+		case sfBornTimestamp:
+			dst = appendExtInt(dst, k, h.BornTimestamp)
+		case sfFlag:
+			dst = appendExtInt(dst, k, int64(h.Flag))
+		case sfProperties:
+			dst = appendExtString(dst, k, h.Properties)
+		case sfReconsumeTimes:
+			dst = appendExtInt(dst, k, int64(h.ReconsumeTimes))
+		case sfUnitMode:
+			dst = appendExtBool(dst, k, h.UnitMode)
+		case sfMaxReconsumeTimes:
+			if h.MaxReconsumeTimes >= 0 {
+				dst = appendExtInt(dst, k, int64(h.MaxReconsumeTimes))
+			}
+		case sfBatch:
+			dst = appendExtBool(dst, k, h.Batch)
+		case sfBrokerName:
+			if h.BrokerName != "" {
+				dst = appendExtString(dst, k, h.BrokerName)
+			}
+		}
 	}
 	return dst
 }

@@ -28,6 +28,7 @@ func extAppenderCases() []struct {
 	full.SysFlag, full.Flag, full.ReconsumeTimes, full.UnitMode, full.MaxReconsumeTimes = 8, -1, 3, true, 16
 	full.Batch, full.BrokerName, full.BornTimestamp = true, "broker-a", math.MinInt64
 	newSend := func() Header { return new(SendMessageRequestHeaderV2) }
+	newSendV1 := func() Header { return new(SendMessageRequestHeader) }
 	newPull := func() Header { return new(PullMessageRequestHeader) }
 	newSendResp := func() Header { return new(SendMessageResponseHeader) }
 	newPullResp := func() Header { return new(PullMessageResponseHeader) }
@@ -39,6 +40,9 @@ func extAppenderCases() []struct {
 		{"send v2", hotSendHeader().V2(), newSend},
 		{"send v2 every field", full.V2(), newSend},
 		{"send v2 zeros", &SendMessageRequestHeaderV2{ProducerGroup: "p", Topic: "t", DefaultTopic: "d", MaxReconsumeTimes: -1}, newSend},
+		{"send", hotSendHeader(), newSendV1},
+		{"send every field", full, newSendV1},
+		{"send zeros", &SendMessageRequestHeader{ProducerGroup: "p", Topic: "t", DefaultTopic: "d", MaxReconsumeTimes: -1}, newSendV1},
 		{"pull", &PullMessageRequestHeader{ConsumerGroup: "consumer-group", Topic: "orders", QueueID: 1, QueueOffset: 5000,
 			MaxMsgNums: 32, SysFlag: PullSuspend | PullSubscription | PullCommitOffset, CommitOffset: 4999,
 			SuspendTimeoutMillis: 20000, Subscription: "a || b", SubVersion: 1690000000000, ExpressionType: ExpressionTypeTag}, newPull},

@@ -83,8 +83,11 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.ExtFields = make(map[string]string, n)
 	s := string(ext)
+	if typedSendHeaders && !c.IsResponse() && isSendCode(c.Code) && binarySendExt(c, s) {
+		return c, nil
+	}
+	c.ExtFields = make(map[string]string, n)
 	for i := 0; i < len(s); {
 		kl := int(binary.BigEndian.Uint16(ext[i:]))
 		k := s[i+2 : i+2+kl]
@@ -94,6 +97,30 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 		i += 4 + vl
 	}
 	return c, nil
+}
+
+// binarySendExt reads the ext entries of a send request (framing checked)
+// into its typed header (c.Header) and the other fields (c.ExtFields),
+// as sendheader.go describes. It reports false, leaving c alone, when the
+// typed header would not be exact.
+func binarySendExt(c *Command, s string) bool {
+	d := &sendDecoder{short: shortSendCode(c.Code)}
+	for i := 0; i < len(s); {
+		kl := int(s[i])<<8 | int(s[i+1])
+		k := s[i+2 : i+2+kl]
+		i += 2 + kl
+		vl := int(s[i])<<24 | int(s[i+1])<<16 | int(s[i+2])<<8 | int(s[i+3])
+		if !d.set(k, s[i+4:i+4+vl]) {
+			return false
+		}
+		i += 4 + vl
+	}
+	h, ok := d.header()
+	if !ok {
+		return false
+	}
+	c.Header, c.ExtFields = h, d.other
+	return true
 }
 
 // countExtEntries checks the ext region's entry framing and counts the

@@ -23,8 +23,12 @@ type Command struct {
 	// Header, when set, is a typed header whose fields are sent beside
 	// ExtFields (whose keys must differ from its fields'): written
 	// straight into a ROCKETMQ binary header, encoded into a map for a
-	// JSON one. Decoded commands never have it; Ext does not look at it
-	// (Fields does).
+	// JSON one. A command's ext fields are Header's plus ExtFields; Ext
+	// and Fields read both. DecodeFrame sets it for the send requests
+	// whose header it can type exactly (sendheader.go): their send fields
+	// are then not in ExtFields (nil when there are no others), so code
+	// that may see a decoded send reads its fields with
+	// DecodeSendRequest, Ext or Fields, not from ExtFields.
 	Header        ExtAppender
 	Body          []byte
 	SerializeType byte // SerializeJSON or SerializeRocketMQ, used when encoding
@@ -73,12 +77,13 @@ func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 // calls: those must be answered.
 func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
-// Ext returns the ext field k ("" when absent).
+// Ext returns the ext field k ("" when absent), from ExtFields or else
+// Header (encoded for the purpose: not for hot paths).
 func (c *Command) Ext(k string) string {
-	if c.ExtFields == nil {
-		return ""
+	if v, ok := c.ExtFields[k]; ok || c.Header == nil {
+		return v
 	}
-	return c.ExtFields[k]
+	return c.Header.Encode()[k]
 }
 
 // SetExt sets ext field k, allocating the map when needed.

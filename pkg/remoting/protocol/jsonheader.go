@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -16,9 +17,14 @@ import (
 // nulls, non-string ext values, floats, surrogate escapes, invalid UTF-8,
 // malformed input); the caller then falls back to encoding/json, so the
 // result for every input is exactly what encoding/json gives.
+//
+// The header of a send request is typed on the way (sendheader.go) when
+// "code" and "flag" come before "extFields", as the Go clients write
+// them; Java's fastjson writes "flag" after it, and those get the map.
 func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 	p := jsonScanner{s: string(hdr)}
 	c = &Command{Language: LanguageCode("")} // what encoding/json gives when "language" is missing
+	var seen jsonSeen
 	if !p.consume('{') {
 		return nil, false
 	}
@@ -39,6 +45,7 @@ func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 				return nil, false
 			}
 			c.Code = int16(v)
+			seen.code = true
 		case "language":
 			v, ok := p.str()
 			if !ok {
@@ -63,6 +70,7 @@ func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 				return nil, false
 			}
 			c.Flag = int32(v)
+			seen.flag = true
 		case "remark":
 			v, ok := p.str()
 			if !ok {
@@ -70,6 +78,17 @@ func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 			}
 			c.Remark = v
 		case "extFields":
+			if c.Header != nil {
+				return nil, false // a second extFields after a typed one: leave the merge to encoding/json
+			}
+			if typedSendHeaders && seen.code && seen.flag && !c.IsResponse() && isSendCode(c.Code) && c.ExtFields == nil {
+				at := p.i
+				if p.sendExt(c) {
+					seen.typedCode, seen.typedFlag = c.Code, c.Flag
+					break
+				}
+				p.i = at
+			}
 			if !p.ext(c) {
 				return nil, false
 			}
@@ -91,10 +110,24 @@ func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 		}
 		break
 	}
+	if c.Header != nil {
+		if c.Code != seen.typedCode || c.Flag != seen.typedFlag {
+			return nil, false // "code" or "flag" again after the typed ext fields
+		}
+		return c, p.end()
+	}
 	if c.ExtFields == nil {
 		c.ExtFields = map[string]string{}
 	}
 	return c, p.end()
+}
+
+// jsonSeen is what decodeJSONHeaderFast has read so far.
+type jsonSeen struct {
+	code, flag bool
+	// The code and flag the ext fields were typed for.
+	typedCode int16
+	typedFlag int32
 }
 
 // jsonScanner reads a JSON text held in one string.
@@ -188,23 +221,26 @@ func (p *jsonScanner) str() (string, bool) {
 }
 
 // escaped finishes a string that has escapes, from its first character at
-// start.
+// start. It allocates once: the unescaped string is never longer than its
+// escaped form, whose length rawEnd finds.
 func (p *jsonScanner) escaped(start int) (string, bool) {
-	buf := make([]byte, 0, p.i-start+16)
-	buf = append(buf, p.s[start:p.i]...)
+	var b strings.Builder
+	b.Grow(p.rawEnd() - start)
+	b.WriteString(p.s[start:p.i])
 	for p.i < len(p.s) {
-		b := p.s[p.i]
+		c := p.s[p.i]
 		switch {
-		case b == '"':
+		case c == '"':
 			p.i++
-			if !utf8.Valid(buf) {
+			v := b.String()
+			if !utf8.ValidString(v) {
 				return "", false
 			}
-			return string(buf), true
-		case b < 0x20:
+			return v, true
+		case c < 0x20:
 			return "", false
-		case b != '\\':
-			buf = append(buf, b)
+		case c != '\\':
+			b.WriteByte(c)
 			p.i++
 			continue
 		}
@@ -215,17 +251,17 @@ func (p *jsonScanner) escaped(start int) (string, bool) {
 		p.i += 2
 		switch e {
 		case '"', '\\', '/':
-			buf = append(buf, e)
+			b.WriteByte(e)
 		case 'b':
-			buf = append(buf, '\b')
+			b.WriteByte('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			b.WriteByte('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			b.WriteByte('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			b.WriteByte('\r')
 		case 't':
-			buf = append(buf, '\t')
+			b.WriteByte('\t')
 		case 'u':
 			if p.i+4 > len(p.s) {
 				return "", false
@@ -235,12 +271,26 @@ func (p *jsonScanner) escaped(start int) (string, bool) {
 				return "", false // surrogates (pairs or lone): encoding/json's rules
 			}
 			p.i += 4
-			buf = utf8.AppendRune(buf, rune(r))
+			b.WriteRune(rune(r))
 		default:
 			return "", false
 		}
 	}
 	return "", false
+}
+
+// rawEnd returns the index of the quote that ends the string being read
+// (len(p.s) if none), stepping over escaped characters.
+func (p *jsonScanner) rawEnd() int {
+	for j := p.i; j < len(p.s); j++ {
+		switch p.s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return len(p.s)
 }
 
 // ext reads the extFields object into c.ExtFields (string values only;
@@ -272,4 +322,40 @@ func (p *jsonScanner) ext(c *Command) bool {
 		}
 		return p.consume('}')
 	}
+}
+
+// sendExt reads the extFields object of a send request into its typed
+// header (c.Header) and the other fields (c.ExtFields). It reports false
+// when the object is malformed or the typed header would not be exact;
+// the caller then reads the object again into a map.
+func (p *jsonScanner) sendExt(c *Command) bool {
+	if !p.consume('{') {
+		return false
+	}
+	d := &sendDecoder{short: shortSendCode(c.Code)}
+	if !p.peekIs('}') {
+		for {
+			k, ok := p.str()
+			if !ok || !p.consume(':') {
+				return false
+			}
+			v, ok := p.str()
+			if !ok || !d.set(k, v) {
+				return false
+			}
+			if !p.peekIs(',') {
+				break
+			}
+			p.i++
+		}
+	}
+	if !p.consume('}') {
+		return false
+	}
+	h, ok := d.header()
+	if !ok {
+		return false
+	}
+	c.Header, c.ExtFields = h, d.other
+	return true
 }
