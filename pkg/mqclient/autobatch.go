@@ -99,6 +99,8 @@ type pendingSend struct {
 	msg *Message
 	o   *outgoing
 	cb  func(*SendResult, error) // SendAsync's
+	// sync marks a Send: join gives it done when it joins a batch
+	sync bool
 	// done receives a Send's result (buffered: answering never blocks);
 	// nil for SendAsync
 	done chan sendOutcome
@@ -129,14 +131,18 @@ func batchable(msg *Message, o *outgoing) bool {
 // false leaves the send to the caller (not eligible, or no cached route).
 // The batch then answers cb exactly once.
 func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*SendResult, error)) bool {
-	c := &pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
-	r := b.eligible(c)
+	r := b.eligible(msg, o)
 	if r == nil {
 		return false
 	}
-	if l := b.join(c, r); l != nil {
+	c := pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
+	if q, alone, _ := b.join(c, r); alone {
 		// alone to an idle queue: SendAsync must not block on it
-		workers.Shared().Go(func() { b.send(l) })
+		workers.Shared().Go(func() {
+			res, err := b.sendLone(ctx, o, q)
+			b.answer(&c, res, err)
+			b.sent(q)
+		})
 	}
 	return true
 }
@@ -152,16 +158,19 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 // ends while the batch is in flight, Send returns at once and the message
 // may still be stored, as a plain Send that times out may be.
 func (b *batcher) sendSync(ctx context.Context, msg *Message, o *outgoing) (res *SendResult, err error, ok bool) {
-	c := &pendingSend{ctx: ctx, msg: msg, o: o, done: make(chan sendOutcome, 1)}
-	r := b.eligible(c)
+	r := b.eligible(msg, o)
 	if r == nil {
 		return nil, nil, false
 	}
 	// Shutdown waits for it as for a SendAsync: it sends the open batches
 	// and must not close the connections under them
 	b.p.async.Add(1)
-	if l := b.join(c, r); l != nil {
-		b.send(l) // answers c before it returns
+	q, alone, c := b.join(pendingSend{ctx: ctx, msg: msg, o: o, sync: true}, r)
+	if alone {
+		res, err = b.sendLone(ctx, o, q)
+		b.sent(q)
+		b.p.async.Done()
+		return res, err, true
 	}
 	select {
 	case r := <-c.done:
@@ -176,33 +185,34 @@ func (b *batcher) sendSync(ctx context.Context, msg *Message, o *outgoing) (res 
 	}
 }
 
-// eligible returns the cached route of c's topic when c may join a
-// batch: the message is batchable and the route is cached (a send must
+// eligible returns the cached route of o's topic when msg (encoded as
+// o) may join a batch: the message is batchable and the route is cached (a send must
 // not block on the NameServers here); nil otherwise.
-func (b *batcher) eligible(c *pendingSend) *route {
-	if !batchable(c.msg, c.o) {
+func (b *batcher) eligible(msg *Message, o *outgoing) *route {
+	if !batchable(msg, o) {
 		return nil
 	}
-	if r := b.p.c.cachedRoute(c.o.topic); r != nil && len(r.pub) > 0 {
+	if r := b.p.c.cachedRoute(o.topic); r != nil && len(r.pub) > 0 {
 		return r
 	}
 	return nil
 }
 
-// join puts c into its queue's open batch (r: its topic's route). It returns the batch the
-// caller must send itself (l holds only c, its queue was idle); nil when
-// the batch will be sent by its linger, by the end of the request in
-// flight to its queue, or by a worker (it is full).
-func (b *batcher) join(c *pendingSend, r *route) *lot {
+// join chooses c's queue (r: its topic's route). When nothing of the
+// batcher is in flight to that queue and no batch of it is open, join
+// counts c in flight there and returns the queue with alone set: the
+// caller sends c itself (sendLone), then calls sent; no batch is made
+// and c is not copied to the heap, so a lone message costs no more than
+// without batching. Otherwise c (a copy on the heap, returned as pc; a
+// Send's with its done channel) joins the queue's open batch, which is
+// sent by its linger, by the end of the request in flight to its queue,
+// or by a worker (it is full).
+func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendingSend) {
 	msg, o := c.msg, c.o
-	// encoded only if it is batched after all: most messages to an idle
-	// queue go alone, and their own send encodes them
-	size := protocol.BatchItemLen(len(o.body), protocol.PropertiesLen(o.props)+protocol.MaxStampPropertyLen)
-	keyed := o.sharded || b.p.s.selector != nil
+	keyed := b.keyed(o)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var q Queue
 	if keyed {
 		q = b.p.sel.Select(msg, r.pub)
 	} else if s, ok := b.sticky[o.topic]; ok && b.open[s] != nil {
@@ -212,6 +222,17 @@ func (b *batcher) join(c *pendingSend, r *route) *lot {
 		b.sticky[o.topic] = q
 	}
 	l := b.open[q]
+	if l == nil && b.busy[q] == 0 {
+		// nothing in flight to q: waiting would only add latency
+		b.busy[q]++
+		if s, ok := b.sticky[o.topic]; ok && s == q {
+			delete(b.sticky, o.topic)
+		}
+		return q, true, nil
+	}
+	// encoded only if it is batched after all: most messages to an idle
+	// queue go alone, and their own send encodes them
+	size := protocol.BatchItemLen(len(o.body), protocol.PropertiesLen(o.props)+protocol.MaxStampPropertyLen)
 	if l != nil && l.size+size > b.maxBytes {
 		b.closeLocked(l)
 		l = nil
@@ -223,21 +244,40 @@ func (b *batcher) join(c *pendingSend, r *route) *lot {
 			b.sticky[o.topic] = q
 		}
 	}
+	pc = new(pendingSend)
+	*pc = c
+	if pc.sync {
+		pc.done = make(chan sendOutcome, 1)
+	}
 	l.keyed = l.keyed || keyed
-	l.calls = append(l.calls, c)
+	l.calls = append(l.calls, pc)
 	l.size += size
 	switch {
-	case b.busy[q] == 0 && len(l.calls) == 1:
-		// nothing in flight to q: waiting would only add latency; the
-		// caller sends its message itself
-		b.detachLocked(l)
-		return l
 	case l.size >= b.maxBytes || b.busy[q] == 0:
 		b.closeLocked(l)
 	case l.timer == nil:
 		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
 	}
-	return nil
+	return q, false, pc
+}
+
+// keyed reports whether o must go to the queue its key (or the
+// producer's selector) chooses, on retries too.
+func (b *batcher) keyed(o *outgoing) bool { return o.sharded || b.p.s.selector != nil }
+
+// sendLone sends o, which join let go alone, to q (first, or only if
+// keyed); a ctx that already ended sends nothing, as for a message that
+// gave up in a batch.
+func (b *batcher) sendLone(ctx context.Context, o *outgoing, q Queue) (*SendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if b.keyed(o) {
+		o.queue = &q
+	} else {
+		o.first = &q
+	}
+	return b.p.send(ctx, o, false)
 }
 
 // expire sends l when its linger has passed (unless it was sent already).

@@ -15,7 +15,7 @@ import (
 // broker and an Admin client) with this package's helpers on top.
 type env struct{ *tidetest.Env }
 
-func startEnv(t *testing.T, opts ...func(*broker.Options)) *env {
+func startEnv(t testing.TB, opts ...func(*broker.Options)) *env {
 	t.Helper()
 	return &env{tidetest.Start(t, opts...)}
 }

@@ -3,7 +3,6 @@ package mqclient
 import (
 	"bytes"
 	"compress/zlib"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -219,17 +218,25 @@ func delayFields(delay, deliverMS string) (level int, at time.Time) {
 
 // recordDecoder converts the records of one response body into
 // MessageExts: the same result as protocol.DecodeStored and fromStored
-// (which the tests check), with five allocations per message (the
-// MessageExt, its property string, its offset id and its property map)
-// instead of a dozen. The Body of each message aliases the body it decodes
+// (which the tests check), with three allocations per message (its offset
+// id and its property map) instead of a dozen: the MessageExts of a body
+// are one array and their property strings one string (props), allocated
+// once per body. The Body of each message aliases the body it decodes
 // (capped at its length, so an append reallocates), so that body must be
 // a buffer nobody else writes, as a remoting response's is. The topic
 // string and host strings are shared between the messages of a body.
+//
+// Each message still belongs to whoever holds it: no two share writable
+// memory (a Body is capped, the shared strings are immutable), so a
+// handler may keep, change or hand on any of them. Keeping one keeps its
+// pull's array and strings reachable, as its aliased Body already keeps
+// the pull's response body.
 type recordDecoder struct {
 	brokerName string
 	topic      string // the expected topic, reused for records naming it
 	hosts      [4]hostName
 	nhosts     int
+	props      strings.Builder // the property strings of the body, one after the other
 }
 
 type hostName struct {
@@ -302,16 +309,26 @@ func parseProps(s string) recordProps {
 	return p
 }
 
-// decode converts one record that protocol.ViewRecord accepted as v; rec
-// holds its bytes. keep, when not nil, is asked about the record's tag
-// before anything is allocated for it; decode returns nil if it says no.
-func (d *recordDecoder) decode(v *protocol.RecordView, rec []byte, keep func(tag string) bool) *MessageExt {
+// propString returns b as a string that shares the body's property
+// buffer (one allocation per body when decodePull sized it): a Builder
+// only appends, so the bytes under an earlier String never change.
+func (d *recordDecoder) propString(b []byte) string {
+	start := d.props.Len()
+	d.props.Write(b)
+	return d.props.String()[start:]
+}
+
+// decode converts one record that protocol.ViewRecord accepted as v into
+// m; rec holds its bytes. keep, when not nil, is asked about the record's
+// tag before anything is allocated for it; decode reports false, leaving
+// m as it was, if it says no.
+func (d *recordDecoder) decode(m *MessageExt, v *protocol.RecordView, rec []byte, keep func(tag string) bool) bool {
 	var p recordProps
 	if len(v.Properties) > 0 {
-		p = parseProps(string(v.Properties))
+		p = parseProps(d.propString(v.Properties))
 	}
 	if keep != nil && !keep(p.tag) {
-		return nil
+		return false
 	}
 	topic := d.topic
 	if string(v.Topic) != topic {
@@ -323,7 +340,7 @@ func (d *recordDecoder) decode(v *protocol.RecordView, rec []byte, keep func(tag
 		body = rec[v.BodyOffset:end:end]
 	}
 	born, store := protocol.RecordHosts(rec, v.SysFlag)
-	m := &MessageExt{
+	*m = MessageExt{
 		Message: Message{
 			Topic: topic, Body: body, Flag: v.Flag,
 			Tag: p.tag, Keys: strings.Fields(p.keys), ShardingKey: p.sharding,
@@ -350,7 +367,7 @@ func (d *recordDecoder) decode(v *protocol.RecordView, rec []byte, keep func(tag
 			m.Body = b
 		}
 	}
-	return m
+	return true
 }
 
 // decodePull converts the records of a pull response body of queue q: those
@@ -360,7 +377,10 @@ func (d *recordDecoder) decode(v *protocol.RecordView, rec []byte, keep func(tag
 // included) and last is the queue offset of the last of them.
 func decodePull(body []byte, q Queue, from int64, keep func(tag string) bool) (msgs []*MessageExt, n int, last int64, err error) {
 	d := recordDecoder{brokerName: q.BrokerName, topic: q.Topic}
-	msgs = make([]*MessageExt, 0, countRecords(body))
+	count, propBytes := measureRecords(body)
+	d.props.Grow(propBytes)
+	msgs = make([]*MessageExt, 0, count)
+	slab := make([]MessageExt, count)
 	for len(body) > 0 {
 		v, verr := protocol.ViewRecord(body, false)
 		if verr != nil {
@@ -372,8 +392,8 @@ func decodePull(body []byte, q Queue, from int64, keep func(tag string) bool) (m
 		if v.QueueOffset < from {
 			continue
 		}
-		m := d.decode(&v, rec, keep)
-		if m == nil {
+		m := &slab[len(msgs)]
+		if !d.decode(m, &v, rec, keep) {
 			continue
 		}
 		if rt := m.Properties[protocol.PropRetryTopic]; rt != "" && strings.HasPrefix(m.Topic, RetryTopicPrefix) {
@@ -384,19 +404,20 @@ func decodePull(body []byte, q Queue, from int64, keep func(tag string) bool) (m
 	return msgs, n, last, nil
 }
 
-// countRecords counts the records of body by their size words alone (at
-// most what decodePull returns): the capacity for its result.
-func countRecords(body []byte) int {
-	n := 0
-	for len(body) >= 4 {
-		size := int(binary.BigEndian.Uint32(body))
-		if size < protocol.RecordMinSize || size > len(body) {
+// measureRecords counts the records of body that decode (at least what
+// decodePull returns) and the bytes of their property strings: the sizes
+// of its result, its array of MessageExts and its property buffer.
+func measureRecords(body []byte) (n, propBytes int) {
+	for len(body) > 0 {
+		v, err := protocol.ViewRecord(body, false)
+		if err != nil {
 			break
 		}
-		body = body[size:]
+		body = body[v.Size:]
 		n++
+		propBytes += len(v.Properties)
 	}
-	return n
+	return n, propBytes
 }
 
 func deflate(b []byte) []byte {
