@@ -2,11 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
-	kerrors "github.com/go-kratos/kratos/v2/errors"
-	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -42,21 +41,14 @@ func TestServerRefusesBadInput(t *testing.T) {
 	apitest.Run(t, s.httpURL, cases)
 
 	t.Run("gRPC", func(t *testing.T) {
-		conn, err := kgrpc.DialInsecure(context.Background(), kgrpc.WithEndpoint(s.grpcAddr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		c := v1.NewInventoryClient(conn)
-		_, err = c.GetProduct(context.Background(), &v1.GetProductRequest{Id: long})
-		if status.Code(err) != codes.InvalidArgument || kerrors.FromError(err).Metadata["field"] != "id" {
-			t.Fatalf("GetProduct long id: %v", err)
-		}
+		c := v1.NewInventoryClient(apitest.DialGRPC(t, s.grpcAddr))
+		_, err := c.GetProduct(context.Background(), &v1.GetProductRequest{Id: long})
+		apitest.InvalidGRPC(t, err, "id")
 		for _, size := range []int32{-1, 101, 1e6} {
-			_, err = c.ListProducts(context.Background(), &v1.ListProductsRequest{PageSize: size})
-			if status.Code(err) != codes.InvalidArgument || kerrors.FromError(err).Metadata["field"] != "page_size" {
-				t.Fatalf("ListProducts page_size %d: %v", size, err)
-			}
+			t.Run(fmt.Sprint("page_size ", size), func(t *testing.T) {
+				_, err := c.ListProducts(context.Background(), &v1.ListProductsRequest{PageSize: size})
+				apitest.InvalidGRPC(t, err, "page_size")
+			})
 		}
 		// Over the 64 KiB body limit: refused by gRPC itself, the
 		// server keeps serving.

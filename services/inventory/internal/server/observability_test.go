@@ -13,6 +13,7 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/mq/mqtest"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
@@ -28,21 +29,11 @@ func TestServerTraceSpans(t *testing.T) {
 	rec := telemetrytest.Install(t)
 	s := startStack(t, false)
 
-	c, err := mqclient.NewPushConsumer("test-trace-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-		mqclient.WithMiddleware(tracing.Middleware(tracing.Options{})))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(eventv1.TopicInventoryEvents, "*", func(context.Context, *mqclient.MessageExt) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	mqtest.Consume(t, "test-trace-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithMiddleware(tracing.Middleware(tracing.Options{}))), eventv1.TopicInventoryEvents, "*",
+		func(context.Context, *mqclient.MessageExt) error { return nil })
 
-	ctx, span := otel.Tracer("test").Start(ctx, "order service: create order")
+	ctx, span := otel.Tracer("test").Start(context.Background(), "order service: create order")
 	root := span.SpanContext().TraceID()
 	req, _ := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, s.httpURL+"/v1/products/p-mug", nil)
 	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
@@ -77,20 +68,11 @@ func TestServerBrokerCredentials(t *testing.T) {
 	defer cancel()
 
 	got := make(chan string, 4)
-	c, err := mqclient.NewPushConsumer("test-acl-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(eventv1.TopicInventoryEvents, "*", func(_ context.Context, m *mqclient.MessageExt) error {
-		got <- m.Tag + "/" + m.ShardingKey
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	mqtest.Consume(t, "test-acl-order", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst)), eventv1.TopicInventoryEvents, "*",
+		func(_ context.Context, m *mqclient.MessageExt) error {
+			got <- m.Tag + "/" + m.ShardingKey
+			return nil
+		})
 	s.send(t, &eventv1.OrderCreated{OrderId: "o-acl", Seq: 1, Items: []*eventv1.LineItem{{ProductId: "p-mug", Quantity: 1}}})
 	select {
 	case m := <-got:

@@ -20,8 +20,6 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
@@ -69,8 +67,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 		o(&cfg)
 	}
 	ctx := context.Background()
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, cfg.acl.BrokerOptions()...)
+	ns := cfg.acl.Start(t)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mc := &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, DuplicateDelivery: duplicate,
@@ -121,16 +118,8 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), api.AllReady(d.Ping, api.Started("consumer", cs.Running)), faults, reg, service.NewReconcileJobs(runner, recon, l))
 	gs := api.GRPCServer(sc, service.NewInput(log.DefaultLogger), NewGRPCAPI(svc))
-	apitest.Serve(t, ctx, hs, gs)
+	httpURL, grpcAddr := apitest.ServeAPI(t, ctx, hs, gs)
 	apitest.Start(t, ctx, 20*time.Second, cs)
-	he, err := hs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ge, err := gs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &stack{ns: ns, acl: cfg.acl}
 	op, err := mqclient.NewProducer(s.clientOpts(mqclient.WithProducerGroup("test-order-producer"),
 		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})))...)
@@ -141,7 +130,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = op.Shutdown(context.Background()) })
-	s.httpURL, s.grpcAddr, s.producer, s.faults, s.recon, s.data = "http://"+he.Host, ge.Host, op, faults, recon, d
+	s.httpURL, s.grpcAddr, s.producer, s.faults, s.recon, s.data = httpURL, grpcAddr, op, faults, recon, d
 	return s
 }
 
@@ -267,16 +256,7 @@ func TestServerOrderEventsFlow(t *testing.T) {
 
 func TestServerHTTPAndGRPC(t *testing.T) {
 	s := startStack(t, false)
-	for _, path := range []string{"/healthz", "/readyz"} {
-		resp, err := nethttp.Get(s.httpURL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: %d", path, resp.StatusCode)
-		}
-	}
+	apitest.Healthy(t, s.httpURL)
 	resp, err := nethttp.Get(s.httpURL + "/v1/products/nope")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/transport"
+	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
+	khttp "github.com/go-kratos/kratos/v2/transport/http"
 )
 
 // stopTimeout bounds each server's Stop at the end of a test.
@@ -26,6 +28,25 @@ func Serve(t testing.TB, ctx context.Context, servers ...transport.Server) {
 		wg.Go(func() { _ = s.Start(ctx) })
 		t.Cleanup(func() { stop(s) })
 	}
+}
+
+// ServeAPI serves a service's HTTP server hs and gRPC server gs, and
+// more, as Serve does, after resolving their endpoints (that binds the
+// listeners, which Kratos servers do not do safely concurrently); it
+// returns the HTTP base URL ("http://host:port") and the gRPC address
+// (host:port), failing the test when a listener cannot bind.
+func ServeAPI(t testing.TB, ctx context.Context, hs *khttp.Server, gs *kgrpc.Server, more ...transport.Server) (httpURL, grpcAddr string) {
+	t.Helper()
+	he, err := hs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ge, err := gs.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	Serve(t, ctx, append([]transport.Server{hs, gs}, more...)...)
+	return "http://" + he.Host, ge.Host
 }
 
 // Start starts a server whose Start returns once it runs (a consumer

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	kerrors "github.com/go-kratos/kratos/v2/errors"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -68,11 +67,7 @@ func TestServerRefusesBadInput(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := s.grpc.CreateOrder(ctx, tt.req)
-				st, _ := status.FromError(err)
-				if st.Code() != codes.InvalidArgument || kerrors.Reason(err) != api.ReasonInvalidArgument ||
-					kerrors.FromError(err).Metadata["field"] != tt.field || !strings.HasPrefix(st.Message(), tt.field+": ") {
-					t.Fatalf("got %v (reason %s, metadata %v), want InvalidArgument on %s", err, kerrors.Reason(err), kerrors.FromError(err).Metadata, tt.field)
-				}
+				apitest.InvalidGRPC(t, err, tt.field)
 			})
 		}
 		_, err := s.grpc.GetOrder(ctx, &orderv1.GetOrderRequest{Id: long})

@@ -13,6 +13,7 @@ import (
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
+	"github.com/tidemq/tide/services/kit/mq/mqtest"
 	"github.com/tidemq/tide/services/kit/telemetry/telemetrytest"
 	"github.com/tidemq/tide/services/kit/topics/topicstest"
 )
@@ -39,27 +40,18 @@ func TestServerTraceSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	c, err := mqclient.NewPushConsumer("test-trace-inventory", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
-		mqclient.WithOrdered(), mqclient.WithMiddleware(tracing.Middleware(tracing.Options{})))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(eventv1.TopicOrderEvents, eventv1.TagOrderCreated, func(ctx context.Context, m *mqclient.MessageExt) error {
-		ev := &eventv1.StockReserved{OrderId: m.ShardingKey, Seq: 1}
-		body, err := eventv1.Marshal(ev)
-		if err != nil {
+	mqtest.Consume(t, "test-trace-inventory", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
+		mqclient.WithOrdered(), mqclient.WithMiddleware(tracing.Middleware(tracing.Options{}))), eventv1.TopicOrderEvents, eventv1.TagOrderCreated,
+		func(ctx context.Context, m *mqclient.MessageExt) error {
+			ev := &eventv1.StockReserved{OrderId: m.ShardingKey, Seq: 1}
+			body, err := eventv1.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			_, err = p.Send(ctx, &mqclient.Message{Topic: eventv1.TopicInventoryEvents, Tag: eventv1.Tag(ev),
+				Keys: []string{ev.OrderId}, ShardingKey: ev.OrderId, Body: body})
 			return err
-		}
-		_, err = p.Send(ctx, &mqclient.Message{Topic: eventv1.TopicInventoryEvents, Tag: eventv1.Tag(ev),
-			Keys: []string{ev.OrderId}, ShardingKey: ev.OrderId, Body: body})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
+		})
 
 	o, code, body := s.httpCreate(t, `{"user_id":"u-spans","items":[{"product_id":"p1","quantity":1}]}`)
 	if code != 200 {

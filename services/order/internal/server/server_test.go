@@ -19,7 +19,6 @@ import (
 
 	kerrors "github.com/go-kratos/kratos/v2/errors"
 	"github.com/go-kratos/kratos/v2/log"
-	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
@@ -30,8 +29,6 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
 	orderv1 "github.com/tidemq/tide/api/order/v1"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/kit/api"
@@ -108,8 +105,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
 	sl := slog.Default()
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, cfg.acl.BrokerOptions()...)
+	ns := cfg.acl.Start(t)
 	db := testenv.MariaDB(t)
 	rdb := testenv.Redis(t)
 
@@ -169,24 +165,9 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	gs := api.GRPCServer(sc, service.NewInput(logger), NewGRPCAPI(svc))
 	sw := NewSweeper(oc, events, sl)
 
-	// Endpoint binds the listeners: resolve them before Start runs on
-	// other goroutines (Kratos servers are not safe to bind concurrently).
-	hu, err := hs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gu, err := gs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	apitest.Serve(t, ctx, hs, gs, cons, sw)
-	conn, err := kgrpc.DialInsecure(ctx, kgrpc.WithEndpoint(gu.Host))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	s := &stack{inventory: inv, namesrv: ns, acl: cfg.acl, httpBase: "http://" + hu.Host, grpc: orderv1.NewOrderClient(conn), faults: faults}
+	httpBase, grpcAddr := apitest.ServeAPI(t, ctx, hs, gs, cons, sw)
+	s := &stack{inventory: inv, namesrv: ns, acl: cfg.acl, httpBase: httpBase, grpc: orderv1.NewOrderClient(apitest.DialGRPC(t, grpcAddr)), faults: faults}
 	waitFor(t, "HTTP /readyz", func() bool {
 		resp, err := nethttp.Get(s.httpBase + "/readyz")
 		if err != nil {
@@ -301,18 +282,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 	s := startStack(t, time.Hour)
 	ctx := context.Background()
 
-	t.Run("health", func(t *testing.T) {
-		for _, path := range []string{"/healthz", "/readyz"} {
-			resp, err := nethttp.Get(s.httpBase + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d", path, resp.StatusCode)
-			}
-		}
-	})
+	t.Run("health", func(t *testing.T) { apitest.Healthy(t, s.httpBase) })
 
 	t.Run("bad requests", func(t *testing.T) {
 		tests := []struct {

@@ -30,8 +30,6 @@ import (
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	v1 "github.com/tidemq/tide/api/payment/v1"
 	"github.com/tidemq/tide/broker"
-	"github.com/tidemq/tide/broker/brokertest"
-	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/tracing"
@@ -178,11 +176,10 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 		o(&cfg)
 	}
 	ctx := context.Background()
-	ns := nameservertest.Start(t)
-	brokertest.Start(t, ns, append([]func(*broker.Options){func(o *broker.Options) {
+	ns := cfg.acl.Start(t, func(o *broker.Options) {
 		o.TransactionTimeOut = 1000
 		o.TransactionCheckInterval = 1000
-	}}, cfg.acl.BrokerOptions()...)...)
+	})
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := &stack{ns: ns, acl: cfg.acl, exits: make(chan int, 16), reg: prometheus.NewRegistry(),
@@ -256,18 +253,8 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	he, err := hs.Endpoint() // binds the listener before Start
-	if err != nil {
-		t.Fatal(err)
-	}
-	ge, err := gs.Endpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.grpcAddr = ge.Host
-	apitest.Serve(t, ctx, hs, gs)
+	s.httpURL, s.grpcAddr = apitest.ServeAPI(t, ctx, hs, gs)
 	apitest.Start(t, ctx, 30*time.Second, cs)
-	s.httpURL = "http://" + he.Host
 
 	c, err := mqclient.NewPushConsumer("test-payment-events", s.clientOpts(mqclient.WithConsumeFrom(mqclient.ConsumeFromFirst),
 		mqclient.WithMiddleware(tracing.Middleware(tracing.Options{})))...)
