@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
+	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/order/internal/biz"
 )
 
@@ -49,7 +50,7 @@ func (s *OrderService) GetOrder(ctx context.Context, req *orderv1.GetOrderReques
 	}
 	reply := &orderv1.GetOrderReply{Order: toInfo(o), Timeline: make([]*orderv1.TimelineEntry, len(tl))}
 	for i, e := range tl {
-		reply.Timeline[i] = &orderv1.TimelineEntry{Event: e.Event, Topic: e.Topic, Seq: e.Seq, Status: toStatus(e.Status),
+		reply.Timeline[i] = &orderv1.TimelineEntry{Event: e.Event, Topic: e.Topic, Seq: e.Seq, Status: statuses.API(e.Status),
 			Detail: e.Detail, At: ts(e.At)}
 	}
 	return reply, nil
@@ -59,7 +60,7 @@ func (s *OrderService) GetOrder(ctx context.Context, req *orderv1.GetOrderReques
 func (s *OrderService) ListOrders(ctx context.Context, req *orderv1.ListOrdersRequest) (*orderv1.ListOrdersReply, error) {
 	f := biz.ListFilter{UserID: req.GetUserId(), After: req.GetPageToken(), Limit: int(req.GetLimit())}
 	if req.GetStatus() != orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED {
-		st, ok := fromStatus(req.GetStatus())
+		st, ok := statuses.Domain(req.GetStatus())
 		if !ok {
 			return nil, biz.ErrInvalidArgument.WithMetadata(map[string]string{"field": "status"})
 		}
@@ -93,42 +94,23 @@ func ParseStatus(s string) (orderv1.OrderStatus, bool) {
 	return orderv1.OrderStatus(v), true
 }
 
-func fromStatus(s orderv1.OrderStatus) (biz.Status, bool) {
-	switch s {
-	case orderv1.OrderStatus_ORDER_STATUS_CREATED:
-		return biz.StatusCreated, true
-	case orderv1.OrderStatus_ORDER_STATUS_RESERVED:
-		return biz.StatusReserved, true
-	case orderv1.OrderStatus_ORDER_STATUS_PAID:
-		return biz.StatusPaid, true
-	case orderv1.OrderStatus_ORDER_STATUS_CANCELLED:
-		return biz.StatusCancelled, true
-	}
-	return "", false
-}
+// statuses maps an order's status to the API's OrderStatus and back
+// (UNSPECIFIED: none).
+var statuses = api.NewEnum(map[biz.Status]orderv1.OrderStatus{
+	biz.StatusCreated:   orderv1.OrderStatus_ORDER_STATUS_CREATED,
+	biz.StatusReserved:  orderv1.OrderStatus_ORDER_STATUS_RESERVED,
+	biz.StatusPaid:      orderv1.OrderStatus_ORDER_STATUS_PAID,
+	biz.StatusCancelled: orderv1.OrderStatus_ORDER_STATUS_CANCELLED,
+})
 
 func toInfo(o *biz.Order) *orderv1.OrderInfo {
-	info := &orderv1.OrderInfo{Id: o.ID, UserId: o.UserID, Status: toStatus(o.Status), TotalAmount: o.Total, Seq: o.Seq,
+	info := &orderv1.OrderInfo{Id: o.ID, UserId: o.UserID, Status: statuses.API(o.Status), TotalAmount: o.Total, Seq: o.Seq,
 		CancelAt: ts(o.CancelAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt), CancelReason: o.CancelReason,
 		Items: make([]*orderv1.OrderItem, len(o.Items))}
 	for i, it := range o.Items {
 		info.Items[i] = &orderv1.OrderItem{ProductId: it.ProductID, Quantity: it.Quantity, UnitPrice: proto.Int64(it.UnitPrice)}
 	}
 	return info
-}
-
-func toStatus(s biz.Status) orderv1.OrderStatus {
-	switch s {
-	case biz.StatusCreated:
-		return orderv1.OrderStatus_ORDER_STATUS_CREATED
-	case biz.StatusReserved:
-		return orderv1.OrderStatus_ORDER_STATUS_RESERVED
-	case biz.StatusPaid:
-		return orderv1.OrderStatus_ORDER_STATUS_PAID
-	case biz.StatusCancelled:
-		return orderv1.OrderStatus_ORDER_STATUS_CANCELLED
-	}
-	return orderv1.OrderStatus_ORDER_STATUS_UNSPECIFIED
 }
 
 func ts(t time.Time) *timestamppb.Timestamp {

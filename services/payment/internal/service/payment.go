@@ -38,18 +38,15 @@ func NewPaymentService(uc *biz.PaymentUsecase, dedup consume.Dedup, l *slog.Logg
 	return &PaymentService{uc: uc, dedup: dedup, log: l}
 }
 
-func status(s biz.Status) v1.PaymentStatus {
-	switch s {
-	case biz.StatusSucceeded:
-		return v1.PaymentStatus_PAYMENT_STATUS_SUCCEEDED
-	case biz.StatusRefunded:
-		return v1.PaymentStatus_PAYMENT_STATUS_REFUNDED
-	}
-	return v1.PaymentStatus_PAYMENT_STATUS_UNSPECIFIED
-}
+// statuses maps a payment's status to the API's PaymentStatus
+// (UNSPECIFIED: none).
+var statuses = api.NewEnum(map[biz.Status]v1.PaymentStatus{
+	biz.StatusSucceeded: v1.PaymentStatus_PAYMENT_STATUS_SUCCEEDED,
+	biz.StatusRefunded:  v1.PaymentStatus_PAYMENT_STATUS_REFUNDED,
+})
 
 func info(p *biz.Payment) *v1.PaymentInfo {
-	return &v1.PaymentInfo{Id: p.ID, OrderId: p.OrderID, UserId: p.UserID, Amount: p.Amount, Status: status(p.Status),
+	return &v1.PaymentInfo{Id: p.ID, OrderId: p.OrderID, UserId: p.UserID, Amount: p.Amount, Status: statuses.API(p.Status),
 		IdempotencyKey: p.IdempotencyKey, Reason: p.Reason, CreatedAt: timestamppb.New(p.CreatedAt), UpdatedAt: timestamppb.New(p.UpdatedAt)}
 }
 
