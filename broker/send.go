@@ -274,7 +274,14 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 			return b.errorResponse(c, req, protocol.SystemError, "store: %v", err)
 		}
 	}
-	resp := protocol.NewResponse(req, protocol.Success, "")
+	rh := protocol.SendMessageResponseHeader{
+		QueueID:     queueID,
+		QueueOffset: res.QueueOffset,
+		MsgRegion:   b.opts.RegionID,
+		TraceOn:     b.opts.TraceOn,
+	}
+	// Typed, no map: written straight into either serialize type.
+	resp := protocol.NewTypedResponse(req, protocol.Success, "", &rh)
 	if res.Status == store.PutFlushDiskTimeout {
 		resp.Code = protocol.FlushDiskTimeout
 		resp.Remark = "flush disk timeout"
@@ -295,18 +302,15 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	}
 	b.metrics.byTopic.msgsIn.get(t).Add(float64(len(msgs)))
 	b.metrics.byTopic.bytesIn.get(t).Add(float64(size))
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
+	if len(msgs) == 1 {
+		rh.MsgID = protocol.OffsetMsgID(b.storeHost, msgs[0].CommitLogOffset)
+	} else {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = protocol.OffsetMsgID(b.storeHost, m.CommitLogOffset)
+		}
+		rh.MsgID = strings.Join(ids, ",")
 	}
-	rh := protocol.SendMessageResponseHeader{
-		MsgID:       strings.Join(ids, ","),
-		QueueID:     queueID,
-		QueueOffset: res.QueueOffset,
-		MsgRegion:   b.opts.RegionID,
-		TraceOn:     b.opts.TraceOn,
-	}
-	resp.Header = &rh // written without a map when the request came in binary
 	return resp
 }
 

@@ -112,3 +112,26 @@ func TestDecodeBinaryHeaderCopiesOut(t *testing.T) {
 		t.Fatalf("ext after the buffer was cleared: %q", c.ExtFields)
 	}
 }
+
+// TestJSONTypedMergesExtFields: a typed header with ExtFields beside it
+// (keys before, between and after its own, and one clash, where ExtFields
+// wins) gives in JSON exactly the bytes of the merged map (Fields).
+func TestJSONTypedMergesExtFields(t *testing.T) {
+	ext := map[string]string{"AccessKey": "ak", "nextKey": "é\x01\"", "queueId": "clash", "zz": "", "\xff": "bad utf-8"}
+	for _, tt := range extAppenderCases() {
+		typed := &Command{Code: 1, Opaque: 9, Header: tt.h, ExtFields: ext, Remark: "r"}
+		mapped := &Command{Code: 1, Opaque: 9, ExtFields: typed.Fields(), Remark: "r"}
+		if got, want := mustEncode(t, typed), mustEncode(t, mapped); !bytes.Equal(got, want) {
+			t.Errorf("%s:\ntyped %s\nmap   %s", tt.name, got, want)
+		}
+	}
+}
+
+func mustEncode(t *testing.T, c *Command) []byte {
+	t.Helper()
+	b, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

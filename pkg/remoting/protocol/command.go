@@ -69,6 +69,18 @@ func NewResponse(req *Command, code int16, remark string) *Command {
 	return resp
 }
 
+// NewTypedResponse is NewResponse whose ext fields are h's
+// (Command.Header), with no ExtFields map: a hot path's answer, written
+// without a map in either serialize type.
+func NewTypedResponse(req *Command, code int16, remark string, h ExtAppender) *Command {
+	resp := &Command{Code: code, Language: LangGo, Version: Version, Flag: FlagResponse, Remark: remark, Header: h}
+	if req != nil {
+		resp.Opaque = req.Opaque
+		resp.SerializeType = req.SerializeType
+	}
+	return resp
+}
+
 // IsResponse reports whether the response flag bit is set.
 func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 

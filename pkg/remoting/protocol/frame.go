@@ -37,7 +37,7 @@ func (c *Command) AppendFrame(dst []byte) ([]byte, error) {
 	hdrStart := len(dst)
 	switch c.SerializeType {
 	case SerializeJSON:
-		dst = c.appendJSONHeader(dst, c.extMap())
+		dst = c.appendJSONHeader(dst)
 	case SerializeRocketMQ:
 		dst = c.appendBinaryHeader(dst)
 	default:
@@ -130,7 +130,7 @@ func DecodeFrame(buf []byte) (*Command, error) {
 
 // appendJSONHeader writes the header in the key order the Go client uses.
 // Ext keys are sorted so that encodings are deterministic (golden files).
-func (c *Command) appendJSONHeader(dst []byte, ext map[string]string) []byte {
+func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
 	dst = append(dst, `,"language":"`...)
@@ -144,17 +144,65 @@ func (c *Command) appendJSONHeader(dst []byte, ext map[string]string) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	var kb [32]string
-	for i, k := range sortedKeys(kb[:0], ext) {
-		if i > 0 {
-			dst = append(dst, ',')
+	if c.Header != nil {
+		dst = c.appendJSONExtTyped(dst)
+	} else {
+		var kb [32]string
+		for i, k := range sortedKeys(kb[:0], c.ExtFields) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONEntry(dst, k, c.ExtFields[k])
 		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = appendJSONString(dst, ext[k])
 	}
 	dst = append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
 	return dst
+}
+
+func appendJSONEntry[K, V ~string | ~[]byte](dst []byte, k K, v V) []byte {
+	dst = appendJSONString(dst, k)
+	dst = append(dst, ':')
+	return appendJSONString(dst, v)
+}
+
+// appendJSONExtTyped writes the ext entries of c's typed Header and its
+// ExtFields (which wins on a clash, as in extMap) in key order, exactly
+// as from the map extMap returns but without it: Header's entries,
+// already in key order, are written in binary after dst's end and read
+// back, merged with ExtFields' sorted keys, into JSON, which then takes
+// their place.
+func (c *Command) appendJSONExtTyped(dst []byte) []byte {
+	start := len(dst)
+	dst = c.Header.AppendBinaryExt(dst)
+	bin := dst[start:] // read only: the JSON goes after it
+	jsonStart := len(dst)
+	var kb [32]string
+	keys := sortedKeys(kb[:0], c.ExtFields)
+	for first := true; len(bin) > 0 || len(keys) > 0; first = false {
+		if !first {
+			dst = append(dst, ',')
+		}
+		var hk, hv []byte
+		if len(bin) > 0 {
+			kl := int(bin[0])<<8 | int(bin[1])
+			hk = bin[2 : 2+kl]
+			vl := int(bin[2+kl])<<24 | int(bin[3+kl])<<16 | int(bin[4+kl])<<8 | int(bin[5+kl])
+			hv = bin[6+kl : 6+kl+vl]
+		}
+		switch {
+		case len(keys) == 0 || len(bin) > 0 && string(hk) < keys[0]:
+			dst = appendJSONEntry(dst, hk, hv)
+			bin = bin[6+len(hk)+len(hv):]
+		default:
+			if len(bin) > 0 && string(hk) == keys[0] {
+				bin = bin[6+len(hk)+len(hv):] // ExtFields wins
+			}
+			dst = appendJSONEntry(dst, keys[0], c.ExtFields[keys[0]])
+			keys = keys[1:]
+		}
+	}
+	n := copy(dst[start:], dst[jsonStart:])
+	return dst[:start+n]
 }
 
 // sortedKeys appends m's keys to keys and sorts them (the wire order,
@@ -174,7 +222,7 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString appends s as a JSON string. Control characters (the
 // 0x01/0x02 separators of property strings among them) are written as
 // \u00XX; invalid UTF-8 is replaced by U+FFFD as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -196,7 +244,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))])) // at most 4 bytes: no allocation
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, `\ufffd`...)
 		} else {
