@@ -20,4 +20,12 @@
 // (preload -count messages with batched sends, then drain them and time
 // only the drain), e2e (producer and consumer together; the consumer
 // measures send -> consume latency from a timestamp in the body).
+//
+// Send and end-to-end latency start when a send starts. A paced run
+// (-rate) also reports how late the sends started against the schedule
+// ("lag behind the -rate schedule", schedule_lag in the JSON): senders
+// that fall behind, after a stall of the process or a loaded CPU, hold a
+// queue there that the two latencies do not see, and a change that lets
+// them catch up faster moves that queue into the broker and the consumer,
+// where the end-to-end latency does see it (docs/benchmarks/analysis.md).
 package main

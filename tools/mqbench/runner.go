@@ -49,6 +49,10 @@ type run struct {
 	c       counters
 	sendLat *recorder
 	e2eLat  *recorder
+	// lag is how late paced sends start (-rate): due time -> start, 0
+	// when on time. Send and e2e latency start at the send, so a sender
+	// that falls behind its schedule hides its queue from them; lag shows it.
+	lag *recorder
 
 	measuring atomic.Bool  // messages sent now are measured
 	measured  atomic.Int64 // measured messages acknowledged
@@ -67,7 +71,7 @@ func newRun(cfg Config, drv Driver, progress io.Writer) *run {
 		f[i] = byte('a' + i%26)
 	}
 	return &run{cfg: cfg, drv: drv, topics: cfg.topicNames(), progress: progress, filler: f,
-		sendLat: newRecorder(), e2eLat: newRecorder()}
+		sendLat: newRecorder(), e2eLat: newRecorder(), lag: newRecorder()}
 }
 
 func (r *run) fail(err error) {
@@ -194,6 +198,9 @@ func (r *run) produce(ctx context.Context) error {
 					t.Stop()
 					return 0
 				}
+			}
+			if r.measuring.Load() {
+				r.lag.Record(max(0, time.Since(due)))
 			}
 		}
 		return n
@@ -342,6 +349,10 @@ func (r *run) phaseFromSends(name string) Phase {
 	}
 	l := r.sendLat.Total()
 	p.Latency = &l
+	if r.cfg.Rate > 0 {
+		lag := r.lag.Total()
+		p.Lag = &lag
+	}
 	return p
 }
 

@@ -126,6 +126,10 @@ type Phase struct {
 	MBPerSec   float64  `json:"mb_per_s"`
 	Latency    *Latency `json:"latency,omitempty"`     // send -> ack (per call: a batch counts once)
 	E2E        *Latency `json:"e2e_latency,omitempty"` // send -> consume
+	// Lag is, for paced runs (-rate), each message's due time -> the start
+	// of its send: the queue before the send that Latency and E2E, which
+	// start at the send, do not see (0 when on schedule).
+	Lag *Latency `json:"schedule_lag,omitempty"`
 }
 
 // Result is what one mqbench run prints as JSON.
@@ -186,6 +190,9 @@ func (r *Result) writeText(w io.Writer) {
 		}
 		if p.E2E != nil {
 			fmt.Fprintf(w, "         e2e  latency %s (mean %.0fus, %d msgs)\n", p.E2E, p.E2E.Mean, p.E2E.Count)
+		}
+		if p.Lag != nil {
+			fmt.Fprintf(w, "         lag behind the -rate schedule %s (mean %.0fus)\n", p.Lag, p.Lag.Mean)
 		}
 	}
 	if r.SentTotal > 0 {
