@@ -160,6 +160,15 @@ func fmtLat(l *Latency) string {
 	return fmt.Sprintf("%s / %s / %s", us(l.P50), us(l.P99), us(l.P999))
 }
 
+// lagNote is "; lag p50 / p99 / p99.9" of a paced run's schedule lag,
+// empty for results written before mqbench measured it.
+func lagNote(l *Latency) string {
+	if l == nil || l.Count == 0 {
+		return ""
+	}
+	return "; lag " + fmtLat(l)
+}
+
 // best returns the best peer (not tide) and its rate.
 func (rs results) best(class, wl, phase string) (string, float64) {
 	name, v := "", 0.0
@@ -266,7 +275,7 @@ func writeReport(w *strings.Builder, rs results, lim Limits, meta Meta) {
 				case ph == nil:
 					row = append(row, "-")
 				case wl.key == "e":
-					row = append(row, "send "+fmtLat(ph.Latency)+"; e2e "+fmtLat(ph.E2E))
+					row = append(row, "send "+fmtLat(ph.Latency)+"; e2e "+fmtLat(ph.E2E)+lagNote(ph.Lag))
 				default:
 					row = append(row, fmtLat(ph.Latency))
 				}
@@ -278,7 +287,8 @@ func writeReport(w *strings.Builder, rs results, lim Limits, meta Meta) {
 	writeCPUTable(w, rs, "CPU time per message sent, client + server processes (user + system, whole run including set-up; "+
 		"on a shared machine this drifts far less than msgs/s)", "%.0f", (*Result).CPUPerMsg)
 	w.WriteString("Latency is per call (a batch counts once) from the call to its acknowledgement; e2e is from the send to the consumer's " +
-		"callback (HdrHistogram, microsecond resolution). (d) is timed from the first to the last delivered message of the backlog.\n\n")
+		"callback (HdrHistogram, microsecond resolution); lag, in (e), is from a message's due time on the paced schedule to the start of its send " +
+		"(a queue in front of the send that neither latency counts). (d) is timed from the first to the last delivered message of the backlog.\n\n")
 
 	writeServerCPU(w, rs)
 	w.WriteString("## Targets (issue 21; the SYNC class keeps issue 11's)\n\n| target | measured | verdict |\n|---|---|---|\n")
