@@ -12,20 +12,24 @@ import (
 )
 
 // Load reads the configuration at path (a YAML or JSON file, or a
-// directory of them) into dst, the service's Bootstrap message. The
-// environment is a source too, so ${NAME:default} placeholders in the
-// files resolve from it (the default when NAME is unset), and resolved
-// values take their actual types ("false" fills a bool, "3s" a duration).
-// Each call reads the files and the environment afresh; nothing is
-// watched. Errors are "load config: ..." or "scan config: ...".
-func Load(path string, dst proto.Message) error {
+// directory of them) into each of dsts: a service's Bootstrap messages
+// (kit/conf's, the shared sections, and the service's own), each taking
+// the keys it knows and ignoring the others. The environment is a source
+// too, so ${NAME:default} placeholders in the files resolve from it (the
+// default when NAME is unset), and resolved values take their actual
+// types ("false" fills a bool, "3s" a duration). Each call reads the
+// files and the environment afresh; nothing is watched. Errors are
+// "load config: ..." or "scan config: ...".
+func Load(path string, dsts ...proto.Message) error {
 	c := config.New(config.WithSource(env.NewSource(), file.NewSource(path)), config.WithResolveActualTypes(true))
 	defer c.Close()
 	if err := c.Load(); err != nil {
 		return fmt.Errorf("load config: %w", err)
 	}
-	if err := c.Scan(dst); err != nil {
-		return fmt.Errorf("scan config: %w", err)
+	for _, dst := range dsts {
+		if err := c.Scan(dst); err != nil {
+			return fmt.Errorf("scan config: %w", err)
+		}
 	}
 	return nil
 }

@@ -10,11 +10,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
-	dir := t.TempDir()
-	yaml := "svc:\n  endpoint: ${KIT_BOOT_ENDPOINT:}\n  admin: ${KIT_BOOT_ADMIN:false}\n  name: fixed\n"
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeConfig(t, "svc:\n  endpoint: ${KIT_BOOT_ENDPOINT:}\n  admin: ${KIT_BOOT_ADMIN:false}\n  name: fixed\n")
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -49,6 +45,17 @@ func TestLoad(t *testing.T) {
 	if err := Load(filepath.Join(dir, "missing.yaml"), &structpb.Struct{}); err == nil || !strings.HasPrefix(err.Error(), "load config:") {
 		t.Fatalf("missing file: %v", err)
 	}
+}
+
+// writeConfig writes yaml as config.yaml into a new directory and
+// returns the directory.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestInstanceName(t *testing.T) {

@@ -5,10 +5,13 @@
 // source: conf/conf.proto
 
 // Package tide.kit.conf is the part of the configuration schema the three
-// services share: their servers, database and Redis, tracing and cleanup.
-// Each service's own conf.proto imports it ("conf/conf.proto") and names
-// these messages in its Bootstrap, so one configs/config.yaml key means
-// the same in every service. Durations are protobuf JSON durations:
+// services share: their servers, database and Redis, tracing and cleanup,
+// gathered in this package's Bootstrap. A service's configs/config.yaml
+// is read into this Bootstrap and into the service's own (its
+// internal/conf), which holds only the sections that are the service's
+// (boot.LoadService); each ignores the other's keys. So one key means the same in
+// every service, and a service's conf.proto may import this one
+// ("conf/conf.proto") for messages it shares. Durations are protobuf JSON durations:
 // seconds with an "s" suffix ("1s", "900s", "0.5s").
 
 package conf
@@ -29,6 +32,76 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Bootstrap is the shared sections of every service's config: the keys
+// server, data, observability and cleanup.
+type Bootstrap struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *Server                `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Data          *Data                  `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Observability *Observability         `protobuf:"bytes,3,opt,name=observability,proto3" json:"observability,omitempty"`
+	Cleanup       *Cleanup               `protobuf:"bytes,4,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Bootstrap) Reset() {
+	*x = Bootstrap{}
+	mi := &file_conf_conf_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Bootstrap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Bootstrap) ProtoMessage() {}
+
+func (x *Bootstrap) ProtoReflect() protoreflect.Message {
+	mi := &file_conf_conf_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Bootstrap.ProtoReflect.Descriptor instead.
+func (*Bootstrap) Descriptor() ([]byte, []int) {
+	return file_conf_conf_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Bootstrap) GetServer() *Server {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetData() *Data {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetObservability() *Observability {
+	if x != nil {
+		return x.Observability
+	}
+	return nil
+}
+
+func (x *Bootstrap) GetCleanup() *Cleanup {
+	if x != nil {
+		return x.Cleanup
+	}
+	return nil
+}
+
 // The HTTP and gRPC listeners (kit/api.Input.NewHTTPServer and
 // NewGRPCServer; unset fields keep Kratos's defaults).
 type Server struct {
@@ -41,7 +114,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_conf_conf_proto_msgTypes[0]
+	mi := &file_conf_conf_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -53,7 +126,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[0]
+	mi := &file_conf_conf_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -66,7 +139,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{0}
+	return file_conf_conf_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Server) GetHttp() *Server_HTTP {
@@ -94,7 +167,7 @@ type Data struct {
 
 func (x *Data) Reset() {
 	*x = Data{}
-	mi := &file_conf_conf_proto_msgTypes[1]
+	mi := &file_conf_conf_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -106,7 +179,7 @@ func (x *Data) String() string {
 func (*Data) ProtoMessage() {}
 
 func (x *Data) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[1]
+	mi := &file_conf_conf_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -119,7 +192,7 @@ func (x *Data) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Data.ProtoReflect.Descriptor instead.
 func (*Data) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{1}
+	return file_conf_conf_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Data) GetDatabase() *Data_Database {
@@ -148,7 +221,7 @@ type Observability struct {
 
 func (x *Observability) Reset() {
 	*x = Observability{}
-	mi := &file_conf_conf_proto_msgTypes[2]
+	mi := &file_conf_conf_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -160,7 +233,7 @@ func (x *Observability) String() string {
 func (*Observability) ProtoMessage() {}
 
 func (x *Observability) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[2]
+	mi := &file_conf_conf_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -173,7 +246,7 @@ func (x *Observability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observability.ProtoReflect.Descriptor instead.
 func (*Observability) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{2}
+	return file_conf_conf_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Observability) GetOtlpEndpoint() string {
@@ -207,7 +280,7 @@ type Cleanup struct {
 
 func (x *Cleanup) Reset() {
 	*x = Cleanup{}
-	mi := &file_conf_conf_proto_msgTypes[3]
+	mi := &file_conf_conf_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -219,7 +292,7 @@ func (x *Cleanup) String() string {
 func (*Cleanup) ProtoMessage() {}
 
 func (x *Cleanup) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[3]
+	mi := &file_conf_conf_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -232,7 +305,7 @@ func (x *Cleanup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
 func (*Cleanup) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{3}
+	return file_conf_conf_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Cleanup) GetRetention() *durationpb.Duration {
@@ -267,7 +340,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_conf_conf_proto_msgTypes[4]
+	mi := &file_conf_conf_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -279,7 +352,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[4]
+	mi := &file_conf_conf_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -292,7 +365,7 @@ func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server_HTTP.ProtoReflect.Descriptor instead.
 func (*Server_HTTP) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{0, 0}
+	return file_conf_conf_proto_rawDescGZIP(), []int{1, 0}
 }
 
 func (x *Server_HTTP) GetNetwork() string {
@@ -327,7 +400,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_conf_conf_proto_msgTypes[5]
+	mi := &file_conf_conf_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +412,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[5]
+	mi := &file_conf_conf_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +425,7 @@ func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server_GRPC.ProtoReflect.Descriptor instead.
 func (*Server_GRPC) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{0, 1}
+	return file_conf_conf_proto_rawDescGZIP(), []int{1, 1}
 }
 
 func (x *Server_GRPC) GetNetwork() string {
@@ -395,7 +468,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_conf_conf_proto_msgTypes[6]
+	mi := &file_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +480,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[6]
+	mi := &file_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +493,7 @@ func (x *Data_Database) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Data_Database.ProtoReflect.Descriptor instead.
 func (*Data_Database) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{1, 0}
+	return file_conf_conf_proto_rawDescGZIP(), []int{2, 0}
 }
 
 func (x *Data_Database) GetSource() string {
@@ -470,7 +543,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_conf_conf_proto_msgTypes[7]
+	mi := &file_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +555,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[7]
+	mi := &file_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +568,7 @@ func (x *Data_Redis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Data_Redis.ProtoReflect.Descriptor instead.
 func (*Data_Redis) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{1, 1}
+	return file_conf_conf_proto_rawDescGZIP(), []int{2, 1}
 }
 
 func (x *Data_Redis) GetAddr() string {
@@ -558,7 +631,12 @@ var File_conf_conf_proto protoreflect.FileDescriptor
 
 const file_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x0fconf/conf.proto\x12\rtide.kit.conf\x1a\x1egoogle/protobuf/duration.proto\"\xbe\x02\n" +
+	"\x0fconf/conf.proto\x12\rtide.kit.conf\x1a\x1egoogle/protobuf/duration.proto\"\xd9\x01\n" +
+	"\tBootstrap\x12-\n" +
+	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
+	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12B\n" +
+	"\robservability\x18\x03 \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
+	"\acleanup\x18\x04 \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\"\xbe\x02\n" +
 	"\x06Server\x12.\n" +
 	"\x04http\x18\x01 \x01(\v2\x1a.tide.kit.conf.Server.HTTPR\x04http\x12.\n" +
 	"\x04grpc\x18\x02 \x01(\v2\x1a.tide.kit.conf.Server.GRPCR\x04grpc\x1ai\n" +
@@ -608,36 +686,41 @@ func file_conf_conf_proto_rawDescGZIP() []byte {
 	return file_conf_conf_proto_rawDescData
 }
 
-var file_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_conf_conf_proto_goTypes = []any{
-	(*Server)(nil),              // 0: tide.kit.conf.Server
-	(*Data)(nil),                // 1: tide.kit.conf.Data
-	(*Observability)(nil),       // 2: tide.kit.conf.Observability
-	(*Cleanup)(nil),             // 3: tide.kit.conf.Cleanup
-	(*Server_HTTP)(nil),         // 4: tide.kit.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 5: tide.kit.conf.Server.GRPC
-	(*Data_Database)(nil),       // 6: tide.kit.conf.Data.Database
-	(*Data_Redis)(nil),          // 7: tide.kit.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*Bootstrap)(nil),           // 0: tide.kit.conf.Bootstrap
+	(*Server)(nil),              // 1: tide.kit.conf.Server
+	(*Data)(nil),                // 2: tide.kit.conf.Data
+	(*Observability)(nil),       // 3: tide.kit.conf.Observability
+	(*Cleanup)(nil),             // 4: tide.kit.conf.Cleanup
+	(*Server_HTTP)(nil),         // 5: tide.kit.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 6: tide.kit.conf.Server.GRPC
+	(*Data_Database)(nil),       // 7: tide.kit.conf.Data.Database
+	(*Data_Redis)(nil),          // 8: tide.kit.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
 }
 var file_conf_conf_proto_depIdxs = []int32{
-	4,  // 0: tide.kit.conf.Server.http:type_name -> tide.kit.conf.Server.HTTP
-	5,  // 1: tide.kit.conf.Server.grpc:type_name -> tide.kit.conf.Server.GRPC
-	6,  // 2: tide.kit.conf.Data.database:type_name -> tide.kit.conf.Data.Database
-	7,  // 3: tide.kit.conf.Data.redis:type_name -> tide.kit.conf.Data.Redis
-	8,  // 4: tide.kit.conf.Cleanup.retention:type_name -> google.protobuf.Duration
-	8,  // 5: tide.kit.conf.Cleanup.interval:type_name -> google.protobuf.Duration
-	8,  // 6: tide.kit.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	8,  // 7: tide.kit.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	8,  // 8: tide.kit.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	8,  // 9: tide.kit.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	8,  // 10: tide.kit.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	8,  // 11: tide.kit.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1,  // 0: tide.kit.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
+	2,  // 1: tide.kit.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
+	3,  // 2: tide.kit.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
+	4,  // 3: tide.kit.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
+	5,  // 4: tide.kit.conf.Server.http:type_name -> tide.kit.conf.Server.HTTP
+	6,  // 5: tide.kit.conf.Server.grpc:type_name -> tide.kit.conf.Server.GRPC
+	7,  // 6: tide.kit.conf.Data.database:type_name -> tide.kit.conf.Data.Database
+	8,  // 7: tide.kit.conf.Data.redis:type_name -> tide.kit.conf.Data.Redis
+	9,  // 8: tide.kit.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	9,  // 9: tide.kit.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	9,  // 10: tide.kit.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	9,  // 11: tide.kit.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	9,  // 12: tide.kit.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	9,  // 13: tide.kit.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	9,  // 14: tide.kit.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	9,  // 15: tide.kit.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_conf_conf_proto_init() }
@@ -645,14 +728,14 @@ func file_conf_conf_proto_init() {
 	if File_conf_conf_proto != nil {
 		return
 	}
-	file_conf_conf_proto_msgTypes[6].OneofWrappers = []any{}
+	file_conf_conf_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conf_conf_proto_rawDesc), len(file_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/boot/boottest"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/mq/mqtest"
@@ -29,12 +30,14 @@ func TestAppStartsAndStops(t *testing.T) {
 	brokertest.Start(t, ns)
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	httpAddr := testenv.FreeAddr(t)
-	app, cleanup, err := wireApp(
-		&kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
-		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
-		&conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, ConsumerGroup: eventv1.GroupInventory},
-		&conf.Fault{}, &conf.Reconcile{OrderGrpcAddr: testenv.FreeAddr(t), Interval: durationpb.New(time.Hour)}, &kitconf.Cleanup{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	app, cleanup, err := wireApp(&kitconf.Bootstrap{
+		Server:  &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
+		Data:    &kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
+		Cleanup: &kitconf.Cleanup{},
+	}, &conf.Bootstrap{
+		Messaging: &conf.Messaging{NameServers: ns, ProducerGroup: eventv1.GroupInventoryProducer, ConsumerGroup: eventv1.GroupInventory},
+		Fault:     &conf.Fault{}, Reconcile: &conf.Reconcile{OrderGrpcAddr: testenv.FreeAddr(t), Interval: durationpb.New(time.Hour)},
+	}, boot.Info{Name: "inventory", Version: "test"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

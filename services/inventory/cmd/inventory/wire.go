@@ -21,8 +21,9 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Bootstrap, *conf.Bootstrap, boot.Info, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		wire.Bind(new(service.Relay), new(*data.Outbox)),
-		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, boot.Kratos, newApp))
+		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, boot.ProviderSet, newServers,
+		wire.FieldsOf(new(*conf.Bootstrap), "Messaging", "Fault", "Reconcile")))
 }

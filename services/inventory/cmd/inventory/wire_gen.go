@@ -23,36 +23,40 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	confServer := bootstrap.Server
 	input := service.NewInput(logLogger)
-	dataData, cleanup2, err := data.NewData(confData, logger)
+	confData := bootstrap.Data
+	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	productRepo := data.NewProductRepo(dataData)
 	reservationRepo := data.NewReservationRepo(dataData)
 	transaction := data.NewTransaction(dataData)
-	client, cleanup3, err := data.NewMQClient(messaging, logger)
+	messaging := confBootstrap.Messaging
+	client, cleanup2, err := data.NewMQClient(messaging, logger)
 	if err != nil {
-		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	producer, cleanup4, err := data.NewProducer(messaging, client, logger)
+	producer, cleanup3, err := data.NewProducer(messaging, client, logger)
 	if err != nil {
-		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
+	fault := confBootstrap.Fault
 	set := data.NewFaults(fault, messaging, logger)
 	outbox := data.NewOutbox(dataData, producer, set, messaging, logger)
 	stockUsecase := biz.NewStockUsecase(productRepo, reservationRepo, transaction, outbox, logger)
 	registry := data.NewRegistry()
 	dedup, err := data.NewDedup(dataData, messaging, registry, logger)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	inventoryService := service.NewInventoryService(stockUsecase, dedup, logger)
@@ -60,32 +64,33 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
 	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, logger)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	ready := newReadiness(dataData, consumerServer)
 	runner, err := data.NewRunner(dataData, registry, logger)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	orderLookup, cleanup5, err := data.NewOrderLookup(reconcile)
+	reconcile := confBootstrap.Reconcile
+	orderLookup, cleanup4, err := data.NewOrderLookup(reconcile)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	repairLog, err := data.NewRepairLog(dataData)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	reservationsJob := biz.NewReservationsJob(reconcile, dataData, orderLookup, stockUsecase, repairLog)
@@ -93,25 +98,27 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	httpServer := server.NewHTTPServer(confServer, inventoryService, input, ready, set, registry, jobs)
 	reconciler, err := rechttp.NewReconciler(reconcile, jobs)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
+	confCleanup := bootstrap.Cleanup
+	cleanupService, err := data.NewCleanup(confCleanup, dataData, registry, logger)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logLogger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	v := newServers(grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	app := boot.NewApp(info, logLogger, v)
 	return app, func() {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 	}, nil
 }

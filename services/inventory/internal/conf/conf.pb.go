@@ -11,7 +11,6 @@
 package conf
 
 import (
-	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -27,15 +26,14 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Bootstrap is the service's own sections of its config; the shared ones
+// (server, data, observability, cleanup) are kit/conf's Bootstrap, read
+// from the same files (boot.Serve).
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        *conf.Server           `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Data          *conf.Data             `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,5,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
-	Observability *conf.Observability    `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
-	Cleanup       *conf.Cleanup          `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -70,20 +68,6 @@ func (*Bootstrap) Descriptor() ([]byte, []int) {
 	return file_internal_conf_conf_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *Bootstrap) GetServer() *conf.Server {
-	if x != nil {
-		return x.Server
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetData() *conf.Data {
-	if x != nil {
-		return x.Data
-	}
-	return nil
-}
-
 func (x *Bootstrap) GetMessaging() *Messaging {
 	if x != nil {
 		return x.Messaging
@@ -101,20 +85,6 @@ func (x *Bootstrap) GetFault() *Fault {
 func (x *Bootstrap) GetReconcile() *Reconcile {
 	if x != nil {
 		return x.Reconcile
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetObservability() *conf.Observability {
-	if x != nil {
-		return x.Observability
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetCleanup() *conf.Cleanup {
-	if x != nil {
-		return x.Cleanup
 	}
 	return nil
 }
@@ -352,15 +322,11 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\x87\x03\n" +
-	"\tBootstrap\x12-\n" +
-	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
-	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12<\n" +
+	"\x18internal/conf/conf.proto\x12\x13tide.inventory.conf\x1a\x1egoogle/protobuf/duration.proto\"\xb9\x01\n" +
+	"\tBootstrap\x12<\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1e.tide.inventory.conf.MessagingR\tmessaging\x120\n" +
 	"\x05fault\x18\x04 \x01(\v2\x1a.tide.inventory.conf.FaultR\x05fault\x12<\n" +
-	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\x12B\n" +
-	"\robservability\x18\x06 \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
-	"\acleanup\x18\a \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\"\xab\x02\n" +
+	"\treconcile\x18\x05 \x01(\v2\x1e.tide.inventory.conf.ReconcileR\treconcile\"\xab\x02\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
@@ -398,28 +364,20 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Messaging)(nil),           // 1: tide.inventory.conf.Messaging
 	(*Fault)(nil),               // 2: tide.inventory.conf.Fault
 	(*Reconcile)(nil),           // 3: tide.inventory.conf.Reconcile
-	(*conf.Server)(nil),         // 4: tide.kit.conf.Server
-	(*conf.Data)(nil),           // 5: tide.kit.conf.Data
-	(*conf.Observability)(nil),  // 6: tide.kit.conf.Observability
-	(*conf.Cleanup)(nil),        // 7: tide.kit.conf.Cleanup
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*durationpb.Duration)(nil), // 4: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
-	4,  // 0: tide.inventory.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
-	5,  // 1: tide.inventory.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
-	1,  // 2: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
-	2,  // 3: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
-	3,  // 4: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
-	6,  // 5: tide.inventory.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
-	7,  // 6: tide.inventory.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
-	8,  // 7: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
-	8,  // 8: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	8,  // 9: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	1, // 0: tide.inventory.conf.Bootstrap.messaging:type_name -> tide.inventory.conf.Messaging
+	2, // 1: tide.inventory.conf.Bootstrap.fault:type_name -> tide.inventory.conf.Fault
+	3, // 2: tide.inventory.conf.Bootstrap.reconcile:type_name -> tide.inventory.conf.Reconcile
+	4, // 3: tide.inventory.conf.Messaging.relay_interval:type_name -> google.protobuf.Duration
+	4, // 4: tide.inventory.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	4, // 5: tide.inventory.conf.Reconcile.min_age:type_name -> google.protobuf.Duration
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }

@@ -36,18 +36,18 @@ func TestAppFromConfigFile(t *testing.T) {
 	t.Setenv("ORDER_GRPC_ADDR", testenv.FreeAddr(t))
 	t.Setenv("ORDER_CANCEL_AFTER", "90s")
 
-	var bc conf.Bootstrap
-	if err := boot.Load("../../configs/config.yaml", &bc); err != nil {
+	kit, bc, err := boot.LoadService[conf.Bootstrap]("../../configs/config.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if bc.GetData().GetDatabase().GetSource() != db.DSN || bc.GetMq().GetNamesrvAddr() != ns ||
+	if kit.GetData().GetDatabase().GetSource() != db.DSN || bc.GetMq().GetNamesrvAddr() != ns ||
 		bc.GetOrder().GetCancelAfter().AsDuration() != 90*time.Second || bc.GetOrder().GetSweepInterval().AsDuration() != time.Minute {
-		t.Fatalf("placeholders not resolved: %v", &bc)
+		t.Fatalf("placeholders not resolved: %v %v", kit, bc)
 	}
 	if f := bc.GetFault(); f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() {
 		t.Fatalf("a fault is on by default: %v", f)
 	}
-	app, cleanup, err := wireApp(bc.GetServer(), bc.GetData(), bc.GetMq(), bc.GetOrder(), bc.GetInventory(), bc.GetFault(), bc.GetCleanup(), slog.Default())
+	app, cleanup, err := wireApp(kit, bc, boot.Info{Name: "order", Version: "test"}, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 )
 
 // wireApp init kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.MQ, *conf.Order, *conf.Inventory, *conf.Fault, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
-	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, boot.Kratos, newReadiness, newApp))
+func wireApp(*kitconf.Bootstrap, *conf.Bootstrap, boot.Info, *slog.Logger) (*kratos.App, func(), error) {
+	panic(wire.Build(server.ProviderSet, data.ProviderSet, biz.ProviderSet, service.ProviderSet, newReadiness,
+		boot.ProviderSet, newServers, wire.FieldsOf(new(*conf.Bootstrap), "Mq", "Order", "Inventory", "Fault")))
 }

@@ -22,45 +22,51 @@ import (
 // Injectors from wire.go:
 
 // wireApp init kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *conf2.Order, inventory *conf2.Inventory, fault *conf2.Fault, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	confServer := bootstrap.Server
 	input := service.NewInput(logLogger)
-	dataData, cleanup2, err := data.NewData(confData, logger)
+	confData := bootstrap.Data
+	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	orderRepo := data.NewOrderRepo(dataData, logger)
-	catalog, cleanup3, err := data.NewCatalog(inventory)
+	inventory := confBootstrap.Inventory
+	catalog, cleanup2, err := data.NewCatalog(inventory)
 	if err != nil {
-		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	client, cleanup4, err := data.NewMQClient(mq, logger)
+	mq := confBootstrap.Mq
+	client, cleanup3, err := data.NewMQClient(mq, logger)
 	if err != nil {
-		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
+	fault := confBootstrap.Fault
 	set := data.NewFaults(fault, logger)
 	registry := data.NewRegistry()
-	sender, cleanup5, err := data.NewSender(mq, client, dataData, set, registry, logger)
+	sender, cleanup4, err := data.NewSender(mq, client, dataData, set, registry, logger)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	eventPublisher := data.NewEventPublisher(dataData, sender, set, logger)
-	scheduler, cleanup6, err := data.NewScheduler(client, sender, registry, logger)
+	scheduler, cleanup5, err := data.NewScheduler(client, sender, registry, logger)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	cancelTimer := data.NewCancelTimer(scheduler)
+	order := confBootstrap.Order
 	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
 	registerGRPC := server.NewGRPCAPI(orderService)
@@ -68,40 +74,42 @@ func wireApp(confServer *conf.Server, confData *conf.Data, mq *conf2.MQ, order *
 	dedup := data.NewDedup(dataData)
 	eventService, err := service.NewEventService(orderUsecase, dedup, registry, logger)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	consumer, err := server.NewConsumer(client, eventService, set, registry, logger)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	ready := newReadiness(dataData, consumer)
 	httpServer := server.NewHTTPServer(confServer, orderService, input, ready, set, registry)
 	sweeper := server.NewSweeper(order, eventService, logger)
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
+	confCleanup := bootstrap.Cleanup
+	cleanupService, err := data.NewCleanup(confCleanup, dataData, registry, logger)
 	if err != nil {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logLogger, grpcServer, httpServer, consumer, sweeper, cleanupService)
+	v := newServers(grpcServer, httpServer, consumer, sweeper, cleanupService)
+	app := boot.NewApp(info, logLogger, v)
 	return app, func() {
-		cleanup6()
 		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 	}, nil
 }

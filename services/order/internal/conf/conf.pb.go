@@ -11,7 +11,6 @@
 package conf
 
 import (
-	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -27,15 +26,14 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Bootstrap is the service's own sections of its config; the shared ones
+// (server, data, observability, cleanup) are kit/conf's Bootstrap, read
+// from the same files (boot.Serve).
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        *conf.Server           `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Data          *conf.Data             `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Mq            *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
 	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
-	Observability *conf.Observability    `protobuf:"bytes,6,opt,name=observability,proto3" json:"observability,omitempty"`
-	Cleanup       *conf.Cleanup          `protobuf:"bytes,7,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	Inventory     *Inventory             `protobuf:"bytes,8,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -71,20 +69,6 @@ func (*Bootstrap) Descriptor() ([]byte, []int) {
 	return file_internal_conf_conf_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *Bootstrap) GetServer() *conf.Server {
-	if x != nil {
-		return x.Server
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetData() *conf.Data {
-	if x != nil {
-		return x.Data
-	}
-	return nil
-}
-
 func (x *Bootstrap) GetMq() *MQ {
 	if x != nil {
 		return x.Mq
@@ -102,20 +86,6 @@ func (x *Bootstrap) GetOrder() *Order {
 func (x *Bootstrap) GetFault() *Fault {
 	if x != nil {
 		return x.Fault
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetObservability() *conf.Observability {
-	if x != nil {
-		return x.Observability
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetCleanup() *conf.Cleanup {
-	if x != nil {
-		return x.Cleanup
 	}
 	return nil
 }
@@ -400,15 +370,11 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\x94\x03\n" +
-	"\tBootstrap\x12-\n" +
-	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
-	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12#\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xc6\x01\n" +
+	"\tBootstrap\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
-	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x12B\n" +
-	"\robservability\x18\x06 \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
-	"\acleanup\x18\a \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\x128\n" +
+	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x128\n" +
 	"\tinventory\x18\b \x01(\v2\x1a.tide.order.conf.InventoryR\tinventory\"\xca\x01\n" +
 	"\x02MQ\x12!\n" +
 	"\fnamesrv_addr\x18\x01 \x01(\tR\vnamesrvAddr\x12%\n" +
@@ -449,30 +415,22 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Order)(nil),               // 2: tide.order.conf.Order
 	(*Fault)(nil),               // 3: tide.order.conf.Fault
 	(*Inventory)(nil),           // 4: tide.order.conf.Inventory
-	(*conf.Server)(nil),         // 5: tide.kit.conf.Server
-	(*conf.Data)(nil),           // 6: tide.kit.conf.Data
-	(*conf.Observability)(nil),  // 7: tide.kit.conf.Observability
-	(*conf.Cleanup)(nil),        // 8: tide.kit.conf.Cleanup
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
-	5,  // 0: tide.order.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
-	6,  // 1: tide.order.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
-	1,  // 2: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
-	2,  // 3: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
-	3,  // 4: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
-	7,  // 5: tide.order.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
-	8,  // 6: tide.order.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
-	4,  // 7: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
-	9,  // 8: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
-	9,  // 9: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
-	9,  // 10: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	9,  // 11: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1, // 0: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
+	2, // 1: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
+	3, // 2: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
+	4, // 3: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
+	5, // 4: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
+	5, // 5: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
+	5, // 6: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
+	5, // 7: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }

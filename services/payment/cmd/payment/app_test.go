@@ -14,6 +14,7 @@ import (
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/nameserver/nameservertest"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/boot/boottest"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/mq/mqtest"
@@ -29,12 +30,15 @@ func TestAppStartsAndStops(t *testing.T) {
 	db, rd := testenv.MariaDB(t), testenv.Redis(t)
 	httpAddr := testenv.FreeAddr(t)
 	l := slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, cleanup, err := wireApp(
-		&kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
-		&kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
-		&conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
-		&conf.Fault{Admin: true}, &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
-		&conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true}, &kitconf.Cleanup{}, l)
+	app, cleanup, err := wireApp(&kitconf.Bootstrap{
+		Server:  &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: httpAddr}, Grpc: &kitconf.Server_GRPC{Addr: testenv.FreeAddr(t)}},
+		Data:    &kitconf.Data{Database: &kitconf.Data_Database{Source: db.DSN, Migrate: proto.Bool(true)}, Redis: &kitconf.Data_Redis{Addr: rd.Addr()}},
+		Cleanup: &kitconf.Cleanup{},
+	}, &conf.Bootstrap{
+		Messaging: &conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
+		Fault:     &conf.Fault{Admin: true}, Order: &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
+		Reconcile: &conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true},
+	}, boot.Info{Name: "payment", Version: "test"}, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,78 +1,35 @@
 package main
 
 import (
-	"os"
 	"testing"
-	"time"
 
-	"github.com/tidemq/tide/services/kit/boot"
-	"github.com/tidemq/tide/services/kit/cleanup"
+	"github.com/tidemq/tide/services/kit/boot/boottest"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // The shipped config loads, with placeholders resolved from the
-// environment or their defaults.
+// environment or their defaults (boottest.Config checks the shared
+// sections and that tracing works with or without an OTLP endpoint).
 func TestConfigLoads(t *testing.T) {
-	for _, k := range []string{"MQ_ACCESS_KEY", "MQ_SECRET_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT", "PAYMENT_CLEANUP_RETENTION"} {
-		t.Setenv(k, "") // restored after the test
-		os.Unsetenv(k)  // the placeholder's default applies
+	cases := []boottest.Case{
+		boottest.Defaults("PAYMENT", map[string]string{"NAMESRV_ADDR": "10.0.0.1:9876;10.0.0.2:9876", "FAULT_ADMIN": "false"}),
+		boottest.FromEnv("PAYMENT", nil),
 	}
-	t.Setenv("NAMESRV_ADDR", "10.0.0.1:9876;10.0.0.2:9876")
-	t.Setenv("FAULT_ADMIN", "false")
-	var bc conf.Bootstrap
-	if err := boot.Load("../../configs", &bc); err != nil {
-		t.Fatal(err)
-	}
-	if got := bc.GetMessaging().GetNameServers(); got != "10.0.0.1:9876;10.0.0.2:9876" {
-		t.Errorf("name_servers = %q", got)
-	}
-	if bc.GetData().GetDatabase().GetSource() == "" || !bc.GetData().GetDatabase().GetMigrate() {
-		t.Errorf("database = %v", bc.GetData().GetDatabase())
-	}
-	if m := bc.GetMessaging(); m.GetDuplicateDelivery() || m.GetAccessKey() != "" || m.GetSecretKey() != "" {
-		t.Errorf("duplicate_delivery or credentials by default: %v", m)
-	}
-	f := bc.GetFault()
-	if f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashBeforeCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() ||
-		f.GetGatewayTimeoutAfterCapture() || f.GetGatewayDuplicateCallback() || f.GetSlowLocalTx().AsDuration() != 0 {
-		t.Errorf("a fault is on by default: %v", f)
-	}
-	for _, st := range newFaults(f, nil).List() {
-		if st.Enabled {
-			t.Errorf("fault %s armed by default", st.Name)
+	boottest.Config(t, "payment", "../../configs", cases, func(t *testing.T, c boottest.Case, bc *conf.Bootstrap) {
+		boottest.Messaging(t, c, bc.GetMessaging())
+		f := bc.GetFault()
+		if f.GetAdmin() || f.GetCrashAfterCommit() || f.GetCrashBeforeCommit() || f.GetCrashAfterEffect() || f.GetDeliverTwice() ||
+			f.GetGatewayTimeoutAfterCapture() || f.GetGatewayDuplicateCallback() || f.GetSlowLocalTx().AsDuration() != 0 {
+			t.Errorf("a fault is on by default: %v", f)
 		}
-	}
-	if bc.GetOrder().GetGrpcAddr() == "" || bc.GetReconcile().GetGrace().AsDuration() <= 0 || !bc.GetReconcile().GetRepair() ||
-		bc.GetReconcile().GetInterval().AsDuration() != 0 {
-		t.Errorf("order %v reconcile %v", bc.GetOrder(), bc.GetReconcile())
-	}
-	if c := bc.GetCleanup(); c.GetRetention().AsDuration() != cleanup.DefaultRetention || c.GetInterval().AsDuration() != time.Hour || c.GetDisabled() {
-		t.Errorf("cleanup = %v", c)
-	}
-	if ep := bc.GetObservability().GetOtlpEndpoint(); ep != "" {
-		t.Errorf("otlp_endpoint by default: %q", ep)
-	}
-	stop, err := boot.Tracing(Name, Version, bc.GetObservability().GetOtlpEndpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-
-	for k, v := range map[string]string{"MQ_ACCESS_KEY": "svcKey", "MQ_SECRET_KEY": "svcSecret",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318", "PAYMENT_CLEANUP_RETENTION": "864000s"} {
-		t.Setenv(k, v)
-	}
-	bc.Reset()
-	if err := boot.Load("../../configs", &bc); err != nil {
-		t.Fatal(err)
-	}
-	if m := bc.GetMessaging(); m.GetAccessKey() != "svcKey" || m.GetSecretKey() != "svcSecret" {
-		t.Errorf("credentials from the environment: %q/%q", m.GetAccessKey(), m.GetSecretKey())
-	}
-	if ep := bc.GetObservability().GetOtlpEndpoint(); ep != "collector:4318" {
-		t.Errorf("otlp_endpoint from the environment: %q", ep)
-	}
-	if r := bc.GetCleanup().GetRetention().AsDuration(); r != 10*24*time.Hour {
-		t.Errorf("cleanup.retention from the environment: %v", r)
-	}
+		for _, st := range newFaults(f, nil).List() {
+			if st.Enabled {
+				t.Errorf("fault %s armed by default", st.Name)
+			}
+		}
+		if bc.GetOrder().GetGrpcAddr() == "" || bc.GetReconcile().GetGrace().AsDuration() <= 0 || !bc.GetReconcile().GetRepair() ||
+			bc.GetReconcile().GetInterval().AsDuration() != 0 {
+			t.Errorf("order %v reconcile %v", bc.GetOrder(), bc.GetReconcile())
+		}
+	})
 }

@@ -8,8 +8,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/go-kratos/kratos/v2"
-	"github.com/go-kratos/kratos/v2/log"
+	"github.com/go-kratos/kratos/v2/transport"
 	"github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/go-kratos/kratos/v2/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,14 +28,15 @@ import (
 	"github.com/tidemq/tide/services/payment/internal/server"
 )
 
-// Name and Version are set with -ldflags "-X main.Version=…".
-var (
-	Name    = "payment"
-	Version = "dev"
-)
+// Version is set with -ldflags "-X main.Version=…".
+var Version = "dev"
 
-func newApp(logger log.Logger, gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *rechttp.Reconciler, cu *cleanup.Service) *kratos.App {
-	return boot.App(Name, Version, logger, gs, hs, cs, rc, cu)
+func main() { boot.Serve(boot.Info{Name: "payment", Version: Version}, "configs", wireApp) }
+
+// newServers lists the service's servers in start order (boot.NewApp
+// stops them in reverse).
+func newServers(gs *grpc.Server, hs *http.Server, cs *server.ConsumerServer, rc *rechttp.Reconciler, cu *cleanup.Service) []transport.Server {
+	return []transport.Server{gs, hs, cs, rc, cu}
 }
 
 // newOptions maps the config onto the use case's options.
@@ -70,14 +70,4 @@ func newMQMetrics(r prometheus.Registerer) (*metrics.Metrics, error) { return me
 // NameServer answer.
 func newReadiness(d *data.Data, m *conf.Messaging) api.Ready {
 	return api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(m.GetNameServers())))
-}
-
-func main() { boot.Main(Name, "configs", run) }
-
-func run(path string) error {
-	var bc conf.Bootstrap
-	endpoint := func() string { return bc.GetObservability().GetOtlpEndpoint() }
-	return boot.Run(Name, Version, path, &bc, endpoint, func(logger *slog.Logger) (*kratos.App, func(), error) {
-		return wireApp(bc.Server, bc.Data, bc.Messaging, bc.Fault, bc.Order, bc.Reconcile, bc.Cleanup, logger)
-	})
 }

@@ -22,9 +22,10 @@ import (
 )
 
 // wireApp builds the kratos application.
-func wireApp(*kitconf.Server, *kitconf.Data, *conf.Messaging, *conf.Fault, *conf.Order, *conf.Reconcile, *kitconf.Cleanup, *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(*kitconf.Bootstrap, *conf.Bootstrap, boot.Info, *slog.Logger) (*kratos.App, func(), error) {
 	panic(wire.Build(data.ProviderSet, biz.ProviderSet, service.ProviderSet, server.ProviderSet,
 		newRegistry, wire.Bind(new(prometheus.Registerer), new(*prometheus.Registry)), newMQMetrics,
 		wire.Bind(new(service.Statements), new(*data.Gateway)),
-		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, newFaults, newOptions, boot.Kratos, newApp))
+		wire.Bind(new(rechttp.Schedule), new(*conf.Reconcile)), newReadiness, newFaults, newOptions, boot.ProviderSet, newServers,
+		wire.FieldsOf(new(*conf.Bootstrap), "Messaging", "Fault", "Order", "Reconcile")))
 }

@@ -23,10 +23,12 @@ import (
 // Injectors from wire.go:
 
 // wireApp builds the kratos application.
-func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Messaging, fault *conf2.Fault, order *conf2.Order, reconcile *conf2.Reconcile, cleanup *conf.Cleanup, logger *slog.Logger) (*kratos.App, func(), error) {
+func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
+	confServer := bootstrap.Server
 	input := service.NewInput(logLogger)
-	dataData, cleanup2, err := data.NewData(confData, logger)
+	confData := bootstrap.Data
+	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,35 +37,38 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	registry := newRegistry()
 	idempotencyStore, err := data.NewIdempotencyStore(dataData, registry, logger)
 	if err != nil {
-		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
+	fault := confBootstrap.Fault
 	v := newFaults(fault, logger)
 	gateway := data.NewGateway(dataData, v, logger)
-	orderReader, cleanup3, err := data.NewOrderReader(order)
+	order := confBootstrap.Order
+	orderReader, cleanup2, err := data.NewOrderReader(order)
 	if err != nil {
-		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	transaction := data.NewTransaction(dataData)
-	client, cleanup4, err := data.NewMQClient(messaging, logger)
+	messaging := confBootstrap.Messaging
+	client, cleanup3, err := data.NewMQClient(messaging, logger)
 	if err != nil {
-		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	metrics, err := newMQMetrics(registry)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	publisher, cleanup5, err := data.NewPublisher(messaging, client, dataData, v, registry, metrics, logger)
+	publisher, cleanup4, err := data.NewPublisher(messaging, client, dataData, v, registry, metrics, logger)
 	if err != nil {
-		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	options := newOptions(messaging)
@@ -73,12 +78,13 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	registerGRPC := server.NewGRPCAPI(paymentService)
 	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
 	gatewayService := service.NewGatewayService(gateway)
+	reconcile := confBootstrap.Reconcile
 	runner, err := data.NewRunner(reconcile, dataData, registry, logger)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	ledger := data.NewLedger(dataData)
@@ -89,33 +95,35 @@ func wireApp(confServer *conf.Server, confData *conf.Data, messaging *conf2.Mess
 	httpServer := server.NewHTTPServer(confServer, fault, paymentService, gatewayService, jobs, v, registry, ready, input)
 	consumerServer, err := server.NewConsumerServer(messaging, client, paymentService, v, registry, metrics, logger)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
 	reconciler, err := rechttp.NewReconciler(reconcile, jobs)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	cleanupService, err := data.NewCleanup(cleanup, dataData, registry, logger)
+	confCleanup := bootstrap.Cleanup
+	cleanupService, err := data.NewCleanup(confCleanup, dataData, registry, logger)
 	if err != nil {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 		return nil, nil, err
 	}
-	app := newApp(logLogger, grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	v2 := newServers(grpcServer, httpServer, consumerServer, reconciler, cleanupService)
+	app := boot.NewApp(info, logLogger, v2)
 	return app, func() {
-		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
+		cleanup()
 	}, nil
 }

@@ -11,7 +11,6 @@
 package conf
 
 import (
-	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -27,16 +26,15 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Bootstrap is the service's own sections of its config; the shared ones
+// (server, data, observability, cleanup) are kit/conf's Bootstrap, read
+// from the same files (boot.Serve).
 type Bootstrap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Server        *conf.Server           `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
-	Data          *conf.Data             `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
 	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
 	Order         *Order                 `protobuf:"bytes,5,opt,name=order,proto3" json:"order,omitempty"`
 	Reconcile     *Reconcile             `protobuf:"bytes,6,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
-	Observability *conf.Observability    `protobuf:"bytes,7,opt,name=observability,proto3" json:"observability,omitempty"`
-	Cleanup       *conf.Cleanup          `protobuf:"bytes,8,opt,name=cleanup,proto3" json:"cleanup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -71,20 +69,6 @@ func (*Bootstrap) Descriptor() ([]byte, []int) {
 	return file_internal_conf_conf_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *Bootstrap) GetServer() *conf.Server {
-	if x != nil {
-		return x.Server
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetData() *conf.Data {
-	if x != nil {
-		return x.Data
-	}
-	return nil
-}
-
 func (x *Bootstrap) GetMessaging() *Messaging {
 	if x != nil {
 		return x.Messaging
@@ -109,20 +93,6 @@ func (x *Bootstrap) GetOrder() *Order {
 func (x *Bootstrap) GetReconcile() *Reconcile {
 	if x != nil {
 		return x.Reconcile
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetObservability() *conf.Observability {
-	if x != nil {
-		return x.Observability
-	}
-	return nil
-}
-
-func (x *Bootstrap) GetCleanup() *conf.Cleanup {
-	if x != nil {
-		return x.Cleanup
 	}
 	return nil
 }
@@ -491,16 +461,12 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\xb1\x03\n" +
-	"\tBootstrap\x12-\n" +
-	"\x06server\x18\x01 \x01(\v2\x15.tide.kit.conf.ServerR\x06server\x12'\n" +
-	"\x04data\x18\x02 \x01(\v2\x13.tide.kit.conf.DataR\x04data\x12:\n" +
+	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe3\x01\n" +
+	"\tBootstrap\x12:\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1c.tide.payment.conf.MessagingR\tmessaging\x12.\n" +
 	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\x12.\n" +
 	"\x05order\x18\x05 \x01(\v2\x18.tide.payment.conf.OrderR\x05order\x12:\n" +
-	"\treconcile\x18\x06 \x01(\v2\x1c.tide.payment.conf.ReconcileR\treconcile\x12B\n" +
-	"\robservability\x18\a \x01(\v2\x1c.tide.kit.conf.ObservabilityR\robservability\x120\n" +
-	"\acleanup\x18\b \x01(\v2\x16.tide.kit.conf.CleanupR\acleanup\"\xbb\x03\n" +
+	"\treconcile\x18\x06 \x01(\v2\x1c.tide.payment.conf.ReconcileR\treconcile\"\xbb\x03\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12%\n" +
@@ -550,34 +516,26 @@ var file_internal_conf_conf_proto_goTypes = []any{
 	(*Fault)(nil),               // 2: tide.payment.conf.Fault
 	(*Order)(nil),               // 3: tide.payment.conf.Order
 	(*Reconcile)(nil),           // 4: tide.payment.conf.Reconcile
-	(*conf.Server)(nil),         // 5: tide.kit.conf.Server
-	(*conf.Data)(nil),           // 6: tide.kit.conf.Data
-	(*conf.Observability)(nil),  // 7: tide.kit.conf.Observability
-	(*conf.Cleanup)(nil),        // 8: tide.kit.conf.Cleanup
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
-	5,  // 0: tide.payment.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
-	6,  // 1: tide.payment.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
-	1,  // 2: tide.payment.conf.Bootstrap.messaging:type_name -> tide.payment.conf.Messaging
-	2,  // 3: tide.payment.conf.Bootstrap.fault:type_name -> tide.payment.conf.Fault
-	3,  // 4: tide.payment.conf.Bootstrap.order:type_name -> tide.payment.conf.Order
-	4,  // 5: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
-	7,  // 6: tide.payment.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
-	8,  // 7: tide.payment.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
-	9,  // 8: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
-	9,  // 9: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
-	9,  // 10: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
-	9,  // 11: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
-	9,  // 12: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
-	9,  // 13: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	9,  // 14: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
-	9,  // 15: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	1,  // 0: tide.payment.conf.Bootstrap.messaging:type_name -> tide.payment.conf.Messaging
+	2,  // 1: tide.payment.conf.Bootstrap.fault:type_name -> tide.payment.conf.Fault
+	3,  // 2: tide.payment.conf.Bootstrap.order:type_name -> tide.payment.conf.Order
+	4,  // 3: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
+	5,  // 4: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
+	5,  // 5: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
+	5,  // 6: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
+	5,  // 7: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
+	5,  // 8: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
+	5,  // 9: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	5,  // 10: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
+	5,  // 11: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
