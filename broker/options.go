@@ -63,11 +63,9 @@ type Options struct {
 	EnablePropertyFilter        bool   `conf:"enablePropertyFilter"`
 	StoreReplyMessageEnable     bool   `conf:"storeReplyMessageEnable"`
 
-	LongPollingEnable                 bool `conf:"longPollingEnable"`
-	ShortPollingTimeMills             int  `conf:"shortPollingTimeMills"`
-	MaxTransferBytesOnMessageInMemory int  `conf:"maxTransferBytesOnMessageInMemory"`
-	MaxTransferCountOnMessageInMemory int  `conf:"maxTransferCountOnMessageInMemory"`
-	SlaveReadEnable                   bool `conf:"slaveReadEnable"`
+	LongPollingEnable     bool `conf:"longPollingEnable"`
+	ShortPollingTimeMills int  `conf:"shortPollingTimeMills"`
+	SlaveReadEnable       bool `conf:"slaveReadEnable"`
 
 	TransactionTimeOut       int `conf:"transactionTimeOut"`
 	TransactionCheckInterval int `conf:"transactionCheckInterval"`
@@ -190,50 +188,48 @@ func DefaultOptions() Options {
 		host = "broker-a"
 	}
 	return Options{
-		BrokerClusterName:                 "DefaultCluster",
-		BrokerName:                        host,
-		BrokerID:                          0,
-		BrokerRole:                        "ASYNC_MASTER",
-		ListenPort:                        10911,
-		BrokerIP1:                         defaultIP(),
-		BrokerPermission:                  6,
-		Store:                             store.DefaultConfig(),
-		AutoCreateTopicEnable:             true,
-		AutoCreateSubscriptionGroup:       true,
-		DefaultTopicQueueNums:             8,
-		ClusterTopicEnable:                true,
-		BrokerTopicEnable:                 true,
-		TraceOn:                           true,
-		RegionID:                          "DefaultRegion",
-		EnablePropertyFilter:              true,
-		StoreReplyMessageEnable:           true,
-		LongPollingEnable:                 true,
-		ShortPollingTimeMills:             1000,
-		MaxTransferBytesOnMessageInMemory: 256 * 1024,
-		MaxTransferCountOnMessageInMemory: 32,
-		TransactionTimeOut:                6000,
-		TransactionCheckInterval:          60000,
-		TransactionCheckMax:               15,
-		RegisterNameServerPeriod:          30000,
-		RegisterBrokerTimeoutMills:        6000,
-		FlushConsumerOffsetInterval:       5000,
-		FlushDelayOffsetInterval:          10000,
-		TimerMaxDelaySec:                  3 * 24 * 3600,
-		TideExtensions:                    true,
-		ProducerIDExpirationMs:            7 * 24 * 3600 * 1000,
-		ServerSocketMaxFrame:              16 << 20,
-		ServerMaxConnections:              10000,
-		ServerChannelMaxIdleTimeSeconds:   120,
-		ServerMaxInFlightPerConn:          4096,
-		ServerMaxHeaderSize:               256 << 10,
-		ServerFrameReadTimeoutMillis:      60000,
-		MaxHeldPullRequests:               10000,
-		MaxHeldPullRequestsPerConn:        1024,
-		ControllerHeartBeatTimeoutMills:   10000,
-		BrokerHeartbeatInterval:           1000,
-		ControllerJoinTimeoutMills:        30000,
-		HaMaxTimeSlaveNotCatchup:          15000,
-		InSyncReplicas:                    1,
+		BrokerClusterName:               "DefaultCluster",
+		BrokerName:                      host,
+		BrokerID:                        0,
+		BrokerRole:                      "ASYNC_MASTER",
+		ListenPort:                      10911,
+		BrokerIP1:                       defaultIP(),
+		BrokerPermission:                6,
+		Store:                           store.DefaultConfig(),
+		AutoCreateTopicEnable:           true,
+		AutoCreateSubscriptionGroup:     true,
+		DefaultTopicQueueNums:           8,
+		ClusterTopicEnable:              true,
+		BrokerTopicEnable:               true,
+		TraceOn:                         true,
+		RegionID:                        "DefaultRegion",
+		EnablePropertyFilter:            true,
+		StoreReplyMessageEnable:         true,
+		LongPollingEnable:               true,
+		ShortPollingTimeMills:           1000,
+		TransactionTimeOut:              6000,
+		TransactionCheckInterval:        60000,
+		TransactionCheckMax:             15,
+		RegisterNameServerPeriod:        30000,
+		RegisterBrokerTimeoutMills:      6000,
+		FlushConsumerOffsetInterval:     5000,
+		FlushDelayOffsetInterval:        10000,
+		TimerMaxDelaySec:                3 * 24 * 3600,
+		TideExtensions:                  true,
+		ProducerIDExpirationMs:          7 * 24 * 3600 * 1000,
+		ServerSocketMaxFrame:            16 << 20,
+		ServerMaxConnections:            10000,
+		ServerChannelMaxIdleTimeSeconds: 120,
+		ServerMaxInFlightPerConn:        4096,
+		ServerMaxHeaderSize:             256 << 10,
+		ServerFrameReadTimeoutMillis:    60000,
+		MaxHeldPullRequests:             10000,
+		MaxHeldPullRequestsPerConn:      1024,
+		ControllerHeartBeatTimeoutMills: 10000,
+		BrokerHeartbeatInterval:         1000,
+		ControllerJoinTimeoutMills:      30000,
+		HaMaxTimeSlaveNotCatchup:        15000,
+		InSyncReplicas:                  1,
 	}
 }
 

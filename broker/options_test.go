@@ -2,8 +2,11 @@ package broker
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidemq/tide/broker/internal/store"
 )
 
 func TestOptionsApply(t *testing.T) {
@@ -102,5 +105,33 @@ func TestOptionsTLSModeKeys(t *testing.T) {
 	o.TLSEnable = true
 	if o.tlsMode() != "enforcing" {
 		t.Errorf("tlsEnable mode %q, want enforcing", o.tlsMode())
+	}
+}
+
+// TestOptionsKeysReachTheStore: a broker.conf key the store reads must not
+// also be a broker option, or Apply sets the option and the store never sees
+// the value (maxTransferCountOnMessageInMemory was caught that way by an
+// unused broker field, so every pull stayed at the store's default of 32).
+func TestOptionsKeysReachTheStore(t *testing.T) {
+	o := DefaultOptions()
+	if _, err := o.Apply(map[string]string{
+		"maxTransferCountOnMessageInMemory": "256", "maxTransferBytesOnMessageInMemory": "1048576",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Store.MaxTransferCountOnMessageInMemory != 256 || o.Store.MaxTransferBytesOnMessageInMemory != 1<<20 {
+		t.Fatalf("store got count %d bytes %d, want 256 and 1 MiB", o.Store.MaxTransferCountOnMessageInMemory, o.Store.MaxTransferBytesOnMessageInMemory)
+	}
+	v := reflect.TypeOf(Options{})
+	for i := 0; i < v.NumField(); i++ {
+		for _, key := range strings.Split(v.Field(i).Tag.Get("conf"), ",") {
+			if key == "" {
+				continue
+			}
+			st := DefaultOptions().Store
+			if err := st.Set(key, "\x00"); !errors.Is(err, store.ErrUnknownKey) {
+				t.Errorf("broker option %s (key %q) shadows the store's key of the same name", v.Field(i).Name, key)
+			}
+		}
 	}
 }
