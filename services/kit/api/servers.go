@@ -59,10 +59,10 @@ func (in *Input) NewGRPCServer(l Listen, extra ...kgrpc.ServerOption) *kgrpc.Ser
 // generated Register<Name>Server with the service's handlers.
 type RegisterGRPC func(grpc.ServiceRegistrar)
 
-// GRPCServer returns a service's gRPC server, a wire provider: c's gRPC
-// listener, the input contract and middleware of in (Input.NewGRPCServer)
-// and the API that register registers (each service's server package
-// provides its RegisterGRPC). Kratos registers grpc.health.v1 on it.
+// GRPCServer returns a service's gRPC server: c's gRPC listener, the
+// input contract and middleware of in (Input.NewGRPCServer) and the API
+// that register registers (a service's server.NewGRPCServer passes its
+// generated Register<Name>Server). Kratos registers grpc.health.v1 on it.
 func GRPCServer(c *kitconf.Server, in *Input, register RegisterGRPC) *kgrpc.Server {
 	srv := in.NewGRPCServer(c.GetGrpc())
 	register(srv)

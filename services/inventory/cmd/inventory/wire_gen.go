@@ -13,7 +13,6 @@ import (
 	"github.com/tidemq/tide/services/inventory/internal/data"
 	"github.com/tidemq/tide/services/inventory/internal/server"
 	"github.com/tidemq/tide/services/inventory/internal/service"
-	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
@@ -26,7 +25,6 @@ import (
 func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
 	confServer := bootstrap.Server
-	input := service.NewInput(logLogger)
 	confData := bootstrap.Data
 	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
@@ -60,8 +58,8 @@ func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boo
 		return nil, nil, err
 	}
 	inventoryService := service.NewInventoryService(stockUsecase, dedup, logger)
-	registerGRPC := server.NewGRPCAPI(inventoryService)
-	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
+	input := service.NewInput(logLogger)
+	grpcServer := server.NewGRPCServer(confServer, inventoryService, input)
 	consumerServer, err := server.NewConsumerServer(messaging, client, inventoryService, outbox, set, registry, logger)
 	if err != nil {
 		cleanup3()

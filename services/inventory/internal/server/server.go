@@ -7,24 +7,26 @@
 package server
 
 import (
+	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/google/wire"
 	"google.golang.org/grpc"
 
 	v1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/services/inventory/internal/service"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
 )
 
-// ProviderSet is server providers: the gRPC server (kit/api.GRPCServer
-// with NewGRPCAPI), the HTTP server, the consumer server and the
-// reconciliation schedule (kit rechttp.NewReconciler, every
-// reconcile.interval: the injector binds *conf.Reconcile to
-// rechttp.Schedule).
-var ProviderSet = wire.NewSet(api.GRPCServer, NewGRPCAPI, NewHTTPServer, NewConsumerServer, rechttp.NewReconciler)
+// ProviderSet is server providers: the gRPC server, the HTTP server, the
+// consumer server and the reconciliation schedule (kit
+// rechttp.NewReconciler, every reconcile.interval: the injector binds
+// *conf.Reconcile to rechttp.Schedule).
+var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumerServer, rechttp.NewReconciler)
 
-// NewGRPCAPI registers the Inventory API on the gRPC server (Kratos
-// registers grpc.health.v1 itself).
-func NewGRPCAPI(s *service.InventoryService) api.RegisterGRPC {
-	return func(r grpc.ServiceRegistrar) { v1.RegisterInventoryServer(r, s) }
+// NewGRPCServer returns the gRPC server of the Inventory API
+// (kit/api.GRPCServer: c's listener, the input contract of in);
+// Kratos registers grpc.health.v1 on it itself.
+func NewGRPCServer(c *kitconf.Server, s *service.InventoryService, in *api.Input) *kgrpc.Server {
+	return api.GRPCServer(c, in, func(r grpc.ServiceRegistrar) { v1.RegisterInventoryServer(r, s) })
 }

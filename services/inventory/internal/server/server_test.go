@@ -117,7 +117,7 @@ func startStack(t *testing.T, duplicate bool, opts ...func(*stackConfig)) *stack
 		t.Fatal(err)
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(log.DefaultLogger), api.AllReady(d.Ping, api.Started("consumer", cs.Running)), faults, reg, service.NewReconcileJobs(runner, recon, l))
-	gs := api.GRPCServer(sc, service.NewInput(log.DefaultLogger), NewGRPCAPI(svc))
+	gs := NewGRPCServer(sc, svc, service.NewInput(log.DefaultLogger))
 	httpURL, grpcAddr := apitest.ServeAPI(t, ctx, hs, gs)
 	apitest.Start(t, ctx, 20*time.Second, cs)
 	s := &stack{ns: ns, acl: cfg.acl}

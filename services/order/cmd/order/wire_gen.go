@@ -8,7 +8,6 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
-	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
@@ -25,7 +24,6 @@ import (
 func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
 	confServer := bootstrap.Server
-	input := service.NewInput(logLogger)
 	confData := bootstrap.Data
 	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
@@ -69,8 +67,8 @@ func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boo
 	order := confBootstrap.Order
 	orderUsecase := biz.NewOrderUsecase(orderRepo, catalog, transaction, eventPublisher, cancelTimer, order, logger)
 	orderService := service.NewOrderService(orderUsecase)
-	registerGRPC := server.NewGRPCAPI(orderService)
-	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
+	input := service.NewInput(logLogger)
+	grpcServer := server.NewGRPCServer(confServer, orderService, input)
 	dedup := data.NewDedup(dataData)
 	eventService, err := service.NewEventService(orderUsecase, dedup, registry, logger)
 	if err != nil {

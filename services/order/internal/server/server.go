@@ -6,21 +6,22 @@
 package server
 
 import (
+	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"github.com/google/wire"
 	"google.golang.org/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/service"
 )
 
-// ProviderSet is server providers: the gRPC server (kit/api.GRPCServer
-// with NewGRPCAPI), the HTTP server, the consumers and the sweeper.
-var ProviderSet = wire.NewSet(api.GRPCServer, NewGRPCAPI, NewHTTPServer, NewConsumer, NewSweeper)
+// ProviderSet is server providers: the gRPC server, the HTTP server, the consumers and the sweeper.
+var ProviderSet = wire.NewSet(NewGRPCServer, NewHTTPServer, NewConsumer, NewSweeper)
 
-// NewGRPCAPI registers the Order API on the gRPC server; requests are
-// checked against service.Schemas (InvalidArgument naming the field).
-// Kratos also registers grpc.health.v1 on it.
-func NewGRPCAPI(order *service.OrderService) api.RegisterGRPC {
-	return func(r grpc.ServiceRegistrar) { orderv1.RegisterOrderServer(r, order) }
+// NewGRPCServer returns the gRPC server of the Order API
+// (kit/api.GRPCServer: c's listener, the input contract of in);
+// Kratos registers grpc.health.v1 on it itself.
+func NewGRPCServer(c *kitconf.Server, order *service.OrderService, in *api.Input) *kgrpc.Server {
+	return api.GRPCServer(c, in, func(r grpc.ServiceRegistrar) { orderv1.RegisterOrderServer(r, order) })
 }

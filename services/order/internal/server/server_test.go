@@ -162,7 +162,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 		t.Fatal(err)
 	}
 	hs := NewHTTPServer(sc, svc, service.NewInput(logger), api.AllReady(d.Ready, api.Started("consumers", cons.Running)), faults, reg)
-	gs := api.GRPCServer(sc, service.NewInput(logger), NewGRPCAPI(svc))
+	gs := NewGRPCServer(sc, svc, service.NewInput(logger))
 	sw := NewSweeper(oc, events, sl)
 
 	ctx := context.Background()

@@ -8,7 +8,6 @@ package main
 
 import (
 	"github.com/go-kratos/kratos/v2"
-	"github.com/tidemq/tide/services/kit/api"
 	"github.com/tidemq/tide/services/kit/boot"
 	"github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/kit/reconcile/rechttp"
@@ -26,7 +25,6 @@ import (
 func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boot.Info, logger *slog.Logger) (*kratos.App, func(), error) {
 	logLogger := boot.Kratos(logger)
 	confServer := bootstrap.Server
-	input := service.NewInput(logLogger)
 	confData := bootstrap.Data
 	dataData, cleanup, err := data.NewData(confData, logger)
 	if err != nil {
@@ -75,8 +73,8 @@ func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boo
 	paymentUsecase := biz.NewPaymentUsecase(accountRepo, paymentRepo, idempotencyStore, gateway, orderReader, transaction, publisher, v, options, logger)
 	dedup := data.NewDedup(dataData)
 	paymentService := service.NewPaymentService(paymentUsecase, dedup, logger)
-	registerGRPC := server.NewGRPCAPI(paymentService)
-	grpcServer := api.GRPCServer(confServer, input, registerGRPC)
+	input := service.NewInput(logLogger)
+	grpcServer := server.NewGRPCServer(confServer, paymentService, input)
 	gatewayService := service.NewGatewayService(gateway)
 	reconcile := confBootstrap.Reconcile
 	runner, err := data.NewRunner(reconcile, dataData, registry, logger)

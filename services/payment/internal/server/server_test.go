@@ -248,7 +248,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	sc := &kitconf.Server{Http: &kitconf.Server_HTTP{Addr: "127.0.0.1:0"}, Grpc: &kitconf.Server_GRPC{Addr: "127.0.0.1:0"}}
 	hs := NewHTTPServer(sc, &conf.Fault{Admin: true}, s.svc, service.NewGatewayService(s.gw), s.rc, s.faults, s.reg,
 		api.AllReady(d.Ping, api.Dials("name server", topics.SplitAddrs(mc.GetNameServers()))), service.NewInput(log.DefaultLogger))
-	gs := api.GRPCServer(sc, service.NewInput(log.DefaultLogger), NewGRPCAPI(s.svc))
+	gs := NewGRPCServer(sc, s.svc, service.NewInput(log.DefaultLogger))
 	cs, err := NewConsumerServer(mc, mcl, s.svc, s.faults, s.reg, mm, l)
 	if err != nil {
 		t.Fatal(err)
