@@ -1,4 +1,4 @@
-package cleanup
+package cleanup_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/pkg/testenv"
+	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
 )
 
@@ -52,16 +53,16 @@ func count(t *testing.T, db *gorm.DB, table string) int64 {
 func TestClean(t *testing.T) {
 	db := openDB(t)
 	reg := prometheus.NewRegistry()
-	c, err := New(db, Options{FenceTable: txmsg.DefaultTable, DedupTable: idempotent.DefaultTable, BatchSize: 1, Registerer: reg})
+	c, err := cleanup.New(db, cleanup.Options{FenceTable: txmsg.DefaultTable, DedupTable: idempotent.DefaultTable, BatchSize: 1, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Retention() != DefaultRetention {
+	if c.Retention() != cleanup.DefaultRetention {
 		t.Fatalf("retention %v", c.Retention())
 	}
 	cleanuptest.Verify(t, db, c.Retention(), cleanuptest.Tables{Fence: txmsg.DefaultTable, Dedup: idempotent.DefaultTable}, c.Clean)
 	for _, table := range []string{txmsg.DefaultTable, idempotent.DefaultTable} {
-		if v := testutil.ToFloat64(c.deleted.WithLabelValues(table)); v != 1 {
+		if v := testutil.ToFloat64(cleanup.Deleted(c).WithLabelValues(table)); v != 1 {
 			t.Errorf("%s: counter %v, want 1", table, v)
 		}
 	}
@@ -78,7 +79,7 @@ func TestRun(t *testing.T) {
 		"VALUES ('x', REPEAT('0', 32), 'g', 'committed', NOW(6) - INTERVAL 10 DAY)")
 	cleanuptest.Exec(t, db, "INSERT INTO mq_dedup (consumer_group, handler, biz_key, fingerprint, status, created_at) "+
 		"VALUES ('g', 'h', 'x', REPEAT('0', 32), 1, UTC_TIMESTAMP(6) - INTERVAL 10 DAY)")
-	c, err := New(db, Options{DedupTable: idempotent.DefaultTable, Retention: 9 * 24 * time.Hour})
+	c, err := cleanup.New(db, cleanup.Options{DedupTable: idempotent.DefaultTable, Retention: 9 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +108,18 @@ func TestOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		db   *gorm.DB
-		o    Options
+		o    cleanup.Options
 		is   error
 	}{
-		{"nil db", nil, Options{DedupTable: "mq_dedup"}, ErrInvalidOptions},
-		{"no table", db, Options{}, ErrInvalidOptions},
-		{"short retention", db, Options{DedupTable: "mq_dedup", Retention: time.Hour}, ErrInvalidOptions},
-		{"negative interval", db, Options{DedupTable: "mq_dedup", Interval: -time.Second}, ErrInvalidOptions},
-		{"bad table", db, Options{DedupTable: "x y"}, idempotent.ErrInvalidOptions},
+		{"nil db", nil, cleanup.Options{DedupTable: "mq_dedup"}, cleanup.ErrInvalidOptions},
+		{"no table", db, cleanup.Options{}, cleanup.ErrInvalidOptions},
+		{"short retention", db, cleanup.Options{DedupTable: "mq_dedup", Retention: time.Hour}, cleanup.ErrInvalidOptions},
+		{"negative interval", db, cleanup.Options{DedupTable: "mq_dedup", Interval: -time.Second}, cleanup.ErrInvalidOptions},
+		{"bad table", db, cleanup.Options{DedupTable: "x y"}, idempotent.ErrInvalidOptions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := New(tt.db, tt.o); !errors.Is(err, tt.is) {
+			if _, err := cleanup.New(tt.db, tt.o); !errors.Is(err, tt.is) {
 				t.Fatalf("error %v, want %v", err, tt.is)
 			}
 		})

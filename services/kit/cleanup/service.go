@@ -2,10 +2,15 @@ package cleanup
 
 import (
 	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/gorm"
 
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 )
 
 // Config is what a service's configuration says about its cleanup: the
@@ -34,6 +39,21 @@ func NewService(db *gorm.DB, name string, c Config, o Options) (*Service, error)
 		return nil, err
 	}
 	return &Service{Task: cl.Server(name), Cleaner: cl}, nil
+}
+
+// ForService returns the cleanup of service svc's pattern tables under
+// their default names: idempotent's dedup table (mq_dedup) always, and
+// txmsg's fence table (tide_tx_fence) when fence is set (a service that
+// sends transactional messages). It runs as the Kratos server
+// "<svc>-cleanup" with c's retention, interval and switch, logs to l with
+// module "<svc>/cleanup" and registers its counters with reg (NewService,
+// Options).
+func ForService(svc string, db *gorm.DB, c Config, fence bool, reg prometheus.Registerer, l *slog.Logger) (*Service, error) {
+	o := Options{DedupTable: idempotent.DefaultTable, Logger: l.With("module", svc+"/cleanup"), Registerer: reg}
+	if fence {
+		o.FenceTable = txmsg.DefaultTable
+	}
+	return NewService(db, svc+"-cleanup", c, o)
 }
 
 // Clean runs one pass of s's cleaner now (Cleaner.Clean).

@@ -38,10 +38,9 @@ func NewDedup(d *Data, c *conf.Messaging, reg prometheus.Registerer, l *slog.Log
 }
 
 // NewCleanup returns the periodic cleanup of the service's mq_dedup rows
-// (kit/cleanup; retention, interval and why the retention has a floor
+// (kit/cleanup.ForService; retention, interval and why the retention has a floor
 // are in kitconf.Cleanup). Its counter tide_cleanup_deleted_rows_total{table}
 // goes to reg.
 func NewCleanup(c *kitconf.Cleanup, d *Data, reg prometheus.Registerer, l *slog.Logger) (*cleanup.Service, error) {
-	return cleanup.NewService(d.db, "inventory-cleanup", c, cleanup.Options{DedupTable: idempotent.DefaultTable,
-		Logger: l.With("module", "inventory/cleanup"), Registerer: reg})
+	return cleanup.ForService("inventory", d.db, c, false, reg, l)
 }

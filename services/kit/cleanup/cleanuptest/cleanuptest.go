@@ -7,12 +7,17 @@ package cleanuptest
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/gorm"
+
+	"github.com/tidemq/tide/services/kit/cleanup"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // Tables names the tables a cleanup covers; "" leaves one out.
@@ -68,20 +73,24 @@ func Exec(t testing.TB, db *gorm.DB, sql string, args ...any) {
 	}
 }
 
-// Wiring checks a service's wiring of its cleanup, build (retention nil:
-// the configured default): with the default it passes Verify with
-// defaultRetention; with a retention of an hour, below the floor, it
-// returns an error that is invalid.
-func Wiring[S interface {
-	Clean(context.Context) (map[string]int64, error)
-}](t testing.TB, db *gorm.DB, ts Tables, defaultRetention time.Duration, invalid error, build func(retention *durationpb.Duration) (S, error)) {
+// Wiring checks a service's wiring of its cleanup: newCleanup is the
+// wire provider of the service's data layer (NewCleanup: the service's
+// kitconf.Cleanup, its data d, a registry and a logger), called with a
+// fresh registry and slog.Default(). With retention unset it passes Verify
+// with cleanup.DefaultRetention; with a retention of an hour, below the
+// floor, it fails with cleanup.ErrInvalidOptions.
+func Wiring[D any](t testing.TB, db *gorm.DB, ts Tables,
+	newCleanup func(*kitconf.Cleanup, D, prometheus.Registerer, *slog.Logger) (*cleanup.Service, error), d D) {
 	t.Helper()
+	build := func(retention *durationpb.Duration) (*cleanup.Service, error) {
+		return newCleanup(&kitconf.Cleanup{Retention: retention}, d, prometheus.NewRegistry(), slog.Default())
+	}
 	s, err := build(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	Verify(t, db, defaultRetention, ts, s.Clean)
-	if _, err := build(durationpb.New(time.Hour)); !errors.Is(err, invalid) {
-		t.Fatalf("retention 1h: %v, want %v", err, invalid)
+	Verify(t, db, cleanup.DefaultRetention, ts, s.Clean)
+	if _, err := build(durationpb.New(time.Hour)); !errors.Is(err, cleanup.ErrInvalidOptions) {
+		t.Fatalf("retention 1h: %v, want %v", err, cleanup.ErrInvalidOptions)
 	}
 }

@@ -1,15 +1,9 @@
 package data
 
 import (
-	"log/slog"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/types/known/durationpb"
-
-	"github.com/tidemq/tide/services/kit/cleanup"
 	"github.com/tidemq/tide/services/kit/cleanup/cleanuptest"
-	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // The wired cleanup deletes the tide_tx_fence and mq_dedup rows older than
@@ -17,8 +11,5 @@ import (
 // ones; a retention below the floor is refused.
 func TestCleanupDeletesOldRows(t *testing.T) {
 	d := newTestData(t)
-	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, cleanup.DefaultRetention, cleanup.ErrInvalidOptions,
-		func(r *durationpb.Duration) (*cleanup.Service, error) {
-			return NewCleanup(&kitconf.Cleanup{Retention: r}, d, prometheus.NewRegistry(), slog.Default())
-		})
+	cleanuptest.Wiring(t, d.Gorm(), cleanuptest.Tables{Fence: "tide_tx_fence", Dedup: "mq_dedup"}, NewCleanup, d)
 }
