@@ -119,20 +119,21 @@ func CheckFS(fsys fs.FS, dir string, schemas ...string) error {
 	return Check(got, schemas...)
 }
 
-// CheckApplied is Check over what kit/migrate.Up applies: the tables the
-// patterns' migrations create, in order, then those of dir in fsys (a
-// later definition winning). It fails when a service keeps a pattern's
-// table without applying the pattern's migrations, or redefines it.
-func CheckApplied(fsys fs.FS, dir string, patterns []migrate.Pattern, schemas ...string) error {
+// CheckApplied is Check over what migrate.Schema.Up applies: the tables
+// the patterns' migrations create, in order, then those of the service's
+// own migrations (a later definition winning). It fails when a service
+// keeps a pattern's table without applying the pattern's migrations, or
+// redefines it.
+func CheckApplied(s migrate.Schema, schemas ...string) error {
 	got := map[string]string{}
-	for _, p := range patterns {
+	for _, p := range s.Patterns {
 		tables, err := Migrations(p.FS, "migrations")
 		if err != nil {
 			return err
 		}
 		maps.Copy(got, tables)
 	}
-	own, err := Migrations(fsys, dir)
+	own, err := Migrations(s.Own, "migrations")
 	if err != nil {
 		return err
 	}

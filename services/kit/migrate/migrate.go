@@ -18,6 +18,11 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database/mysql"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/tidemq/tide/pkg/mqclient/idempotent"
+	"github.com/tidemq/tide/pkg/mqclient/ordered"
+	"github.com/tidemq/tide/pkg/mqclient/txmsg"
+	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
 // Pattern is a library's own migrations, applied with a version table of
@@ -31,6 +36,29 @@ type Pattern struct {
 	Name string // [a-z0-9_]{1,32}: the version table's suffix
 	FS   fs.FS
 }
+
+// The patterns whose tables the services keep, each under the name of its
+// version table (schema_migrations_<name>): one name per pattern, the same
+// in every service's database.
+var (
+	TxMsg      = Pattern{Name: "txmsg", FS: txmsg.Migrations}
+	Idempotent = Pattern{Name: "idempotent", FS: idempotent.Migrations}
+	Ordered    = Pattern{Name: "ordered", FS: ordered.Migrations}
+	Reconcile  = Pattern{Name: "reconcile", FS: reconcile.Migrations}
+)
+
+// Schema is a service's database: the tables of the patterns it keeps,
+// created and changed by the patterns' own migrations in the order given,
+// then the service's own migrations, the files in directory "migrations"
+// of Own (the data package's embed.FS of migrations/*.sql).
+type Schema struct {
+	Own      fs.FS
+	Patterns []Pattern
+}
+
+// Up applies s to the database at dsn: Up(dsn, s.Own, "migrations",
+// s.Patterns...).
+func (s Schema) Up(dsn string) error { return Up(dsn, s.Own, "migrations", s.Patterns...) }
 
 var patternName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 

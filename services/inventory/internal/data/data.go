@@ -58,7 +58,7 @@ func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 		return nil, nil, err
 	}
 	if c.GetDatabase().GetMigrate() {
-		if err := Migrate(c.GetDatabase().GetSource()); err != nil {
+		if err := schema.Up(c.GetDatabase().GetSource()); err != nil {
 			sqlDB.Close()
 			return nil, nil, err
 		}

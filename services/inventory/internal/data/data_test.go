@@ -44,7 +44,7 @@ func newTestUsecase(t *testing.T) (*biz.StockUsecase, *Data, *Outbox, *testenv.R
 func TestDataMigrateSeedsProductsOnce(t *testing.T) {
 	db := testenv.MariaDB(t)
 	for range 2 { // a second start finds nothing to do
-		if err := Migrate(db.DSN); err != nil {
+		if err := schema.Up(db.DSN); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,11 +12,11 @@ import (
 // TestMigrationsMatchPatternSchemas fails when a pattern package's table
 // (idempotent: mq_dedup; ordered: tide_ordered_versions,
 // tide_ordered_gaps; reconcile: reconcile_runs, reconcile_discrepancies,
-// reconcile_audit) is not what data.Migrate applies: the service must
-// apply the pattern's own migrations (patterns) and not redefine its
+// reconcile_audit) is not what schema.Up applies: the service must
+// apply the pattern's own migrations (schema.Patterns) and not redefine its
 // tables in its own.
 func TestMigrationsMatchPatternSchemas(t *testing.T) {
-	if err := ddl.CheckApplied(migrations, "migrations", patterns, idempotent.Schema(idempotent.DefaultTable), ordered.Schema, reconcile.Schema); err != nil {
+	if err := ddl.CheckApplied(schema, idempotent.Schema(idempotent.DefaultTable), ordered.Schema, reconcile.Schema); err != nil {
 		t.Fatal(err)
 	}
 }

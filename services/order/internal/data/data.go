@@ -52,7 +52,7 @@ func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 		return nil, nil, errors.New("data: database source is empty")
 	}
 	if dbc.Migrate == nil || dbc.GetMigrate() {
-		if err := Migrate(dbc.GetSource()); err != nil {
+		if err := schema.Up(dbc.GetSource()); err != nil {
 			return nil, nil, err
 		}
 	}

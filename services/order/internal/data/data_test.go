@@ -32,11 +32,11 @@ func newTestData(t *testing.T) *Data {
 func TestMigrateTwice(t *testing.T) {
 	db := testenv.MariaDB(t)
 	for i := range 2 {
-		if err := Migrate(db.DSN); err != nil {
+		if err := schema.Up(db.DSN); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
-	if err := Migrate("not a dsn"); err == nil {
+	if err := schema.Up("not a dsn"); err == nil {
 		t.Fatal("bad DSN: no error")
 	}
 }

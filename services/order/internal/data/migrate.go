@@ -3,20 +3,15 @@ package data
 import (
 	"embed"
 
-	"github.com/tidemq/tide/pkg/mqclient/idempotent"
-	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/migrate"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// patterns are the libraries whose tables this database keeps (txmsg, idempotent):
-// their own migrations create and change those tables, before this
-// service's migrations run.
-var patterns = []migrate.Pattern{{Name: "txmsg", FS: txmsg.Migrations}, {Name: "idempotent", FS: idempotent.Migrations}}
-
-// Migrate applies the patterns' migrations and then the embedded ones
-// that the database at dsn has not seen yet (kit/migrate.Up: safe at every
-// start and from several instances at once).
-func Migrate(dsn string) error { return migrate.Up(dsn, migrations, "migrations", patterns...) }
+// schema is this service's database: the tables of the libraries it keeps
+// (txmsg, idempotent), created and changed by their own migrations, then
+// the embedded ones. schema.Up applies what the database
+// at dsn has not seen yet (kit/migrate: safe at every start and from
+// several instances at once).
+var schema = migrate.Schema{Own: migrations, Patterns: []migrate.Pattern{migrate.TxMsg, migrate.Idempotent}}

@@ -9,11 +9,11 @@ import (
 )
 
 // TestMigrationsMatchPatternSchemas fails when a pattern package's table
-// (txmsg: tide_tx_fence; idempotent: mq_dedup) is not what data.Migrate
-// applies: the service must apply the pattern's own migrations (patterns)
+// (txmsg: tide_tx_fence; idempotent: mq_dedup) is not what schema.Up
+// applies: the service must apply the pattern's own migrations (schema.Patterns)
 // and not redefine its tables in its own.
 func TestMigrationsMatchPatternSchemas(t *testing.T) {
-	if err := ddl.CheckApplied(migrations, "migrations", patterns, txmsg.Schema, idempotent.Schema(idempotent.DefaultTable)); err != nil {
+	if err := ddl.CheckApplied(schema, txmsg.Schema, idempotent.Schema(idempotent.DefaultTable)); err != nil {
 		t.Fatal(err)
 	}
 }

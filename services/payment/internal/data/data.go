@@ -47,7 +47,7 @@ func NewData(c *kitconf.Data, l *slog.Logger) (*Data, func(), error) {
 		return nil, nil, errors.New("data: database source is empty")
 	}
 	if c.GetDatabase().GetMigrate() {
-		if err := Migrate(src); err != nil {
+		if err := schema.Up(src); err != nil {
 			return nil, nil, err
 		}
 	}
