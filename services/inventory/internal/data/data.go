@@ -131,14 +131,9 @@ func NewProducer(c *conf.Messaging, mc *mqclient.Client, l *slog.Logger) (*mqcli
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: producer: %w", err)
 	}
-	if err := p.Start(context.Background()); err != nil {
-		return nil, nil, fmt.Errorf("data: start producer: %w", err)
+	cleanup, err := mq.Start(context.Background(), p, "producer", 5*time.Second, l)
+	if err != nil {
+		return nil, nil, err
 	}
-	return p, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			l.Warn("data: producer shutdown", "err", err)
-		}
-	}, nil
+	return p, cleanup, nil
 }

@@ -3,15 +3,11 @@ package data
 import (
 	"context"
 	"fmt"
-	"github.com/tidemq/tide/services/kit/topics"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
@@ -21,6 +17,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/mq"
+	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
@@ -91,16 +88,11 @@ func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg 
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: sender: %w", err)
 	}
-	if err := s.Start(ctx); err != nil {
-		return nil, nil, fmt.Errorf("data: start sender: %w", err)
+	cleanup, err := mq.Start(ctx, s, "sender", 10*time.Second, l)
+	if err != nil {
+		return nil, nil, err
 	}
-	return s, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			l.Warn("shutdown sender", "err", err)
-		}
-	}, nil
+	return s, cleanup, nil
 }
 
 type eventPublisher struct {
@@ -134,21 +126,17 @@ func (e *eventPublisher) PublishInTx(ctx context.Context, ev biz.Event, fn func(
 	msg := ordered.Stamp(&mqclient.Message{Topic: eventv1.TopicOrderEvents, Tag: eventv1.Tag(ev.Payload), Body: body},
 		ev.OrderID, ev.Seq)
 	key := TxKey(ev.OrderID, ev.Seq)
-	// A producer span around the send: the message carries its context
-	// (tracing.SendInterceptor), so consumer spans are its children.
-	ctx, span := otel.Tracer(tracerScope).Start(ctx, msg.Topic+" send", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.String("messaging.system", "rocketmq"),
-			attribute.String("messaging.destination.name", msg.Topic), attribute.String("order.id", ev.OrderID)))
+	// A producer span around the send (kit/mq): consumer spans are its
+	// children.
+	ctx, span := mq.ProducerSpan(ctx, tracerScope, msg.Topic, attribute.String("order.id", ev.OrderID))
 	defer span.End()
 	res, err := e.s.Send(ctx, msg, key, func(tx *gorm.DB) error {
 		return fn(context.WithValue(ctx, txKey{}, tx))
 	})
+	mq.Sent(span, res, err)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
-	span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
 	e.log.InfoContext(ctx, "order event committed", "topic", msg.Topic, "tag", msg.Tag,
 		"order_id", ev.OrderID, "seq", ev.Seq, "msg_id", res.MsgID)
 	if e.faults.Fire(FaultDeliverTwice) {

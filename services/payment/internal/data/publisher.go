@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"gorm.io/gorm"
@@ -84,16 +81,11 @@ func NewPublisher(c *conf.Messaging, mc *mqclient.Client, d *Data, faults *fault
 	if err := topics.Ensure(ctx, mq.On(mc), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
 		return nil, nil, err
 	}
-	if err := s.Start(ctx); err != nil {
-		return nil, nil, fmt.Errorf("data: start txmsg sender: %w", err)
+	cleanup, err := mq.Start(ctx, s, "txmsg sender", 5*time.Second, l)
+	if err != nil {
+		return nil, nil, err
 	}
-	return &Publisher{s: s, faults: faults, log: l}, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			l.Warn("data: producer shutdown", "err", err)
-		}
-	}, nil
+	return &Publisher{s: s, faults: faults, log: l}, cleanup, nil
 }
 
 // Sender returns the txmsg Sender (tests drive its check-back).
@@ -152,19 +144,12 @@ func (p *Publisher) Publish(ctx context.Context, ev *biz.Event, local func(ctx c
 		return err
 	}
 	log := p.log.With("topic", msg.Topic, "tag", msg.Tag, "order_id", ev.OrderID, "payment_id", ev.PaymentID, "tx_key", key)
-	// A producer span around the send: the message carries its context
-	// (tracing.SendInterceptor), so consumer spans are its children.
-	ctx, span := otel.Tracer(tracerScope).Start(ctx, msg.Topic+" send", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.String("messaging.system", "rocketmq"),
-			attribute.String("messaging.destination.name", msg.Topic), attribute.String("order.id", ev.OrderID)))
+	// A producer span around the send (kit/mq): consumer spans are its
+	// children.
+	ctx, span := mq.ProducerSpan(ctx, tracerScope, msg.Topic, attribute.String("order.id", ev.OrderID))
 	defer span.End()
 	res, err := p.s.Send(ctx, msg, key, func(tx *gorm.DB) error { return local(WithTx(ctx, tx)) })
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	} else {
-		span.SetAttributes(attribute.String("messaging.message.id", res.MsgID))
-	}
+	mq.Sent(span, res, err)
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "event committed", "msg_id", res.MsgID)
