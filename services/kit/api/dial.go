@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"fmt"
+	"time"
 
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Dial returns a client connection to another service's gRPC API at
@@ -21,4 +23,43 @@ func Dial(service, addr, def string) (*grpc.ClientConn, func(), error) {
 		return nil, nil, fmt.Errorf("dial %s service %s: %w", service, addr, err)
 	}
 	return conn, func() { _ = conn.Close() }, nil
+}
+
+// Peer is what a service's configuration says about another service's
+// gRPC API: its address and the bound of each call. The generated
+// messages naming another service in a service's conf.proto (order's
+// Inventory, payment's Order) satisfy it.
+type Peer interface {
+	GetGrpcAddr() string
+	GetTimeout() *durationpb.Duration
+}
+
+// Client is a client of another service's gRPC API: API is the generated
+// client (C, such as inventoryv1.InventoryClient), and each call is
+// bounded by Timeout (Bound). Safe for concurrent use.
+type Client[C any] struct {
+	API     C
+	Timeout time.Duration
+}
+
+// DialClient dials service's gRPC API (Dial: at p's address, def when it
+// is empty; lazily) and returns newClient on the connection, with p's
+// timeout, defTimeout when it is not positive. cleanup closes the
+// connection. Errors start with "data: " (the callers are data layers).
+func DialClient[C any](service string, p Peer, def string, defTimeout time.Duration,
+	newClient func(grpc.ClientConnInterface) C) (*Client[C], func(), error) {
+	conn, cleanup, err := Dial(service, p.GetGrpcAddr(), def)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: %w", err)
+	}
+	timeout := p.GetTimeout().AsDuration()
+	if timeout <= 0 {
+		timeout = defTimeout
+	}
+	return &Client[C]{API: newClient(conn), Timeout: timeout}, cleanup, nil
+}
+
+// Bound returns ctx bounded by c's Timeout, for one call.
+func (c *Client[C]) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.Timeout)
 }

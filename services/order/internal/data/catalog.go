@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/errors"
-	"google.golang.org/grpc"
 
 	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/services/kit/api"
@@ -15,31 +14,23 @@ import (
 )
 
 // Catalog is biz.Catalog on the inventory service's gRPC API
-// (inventory.grpc_addr): one GetProduct per distinct product of an order.
-// The connection is dialled lazily by gRPC, so the order service starts
-// while the inventory service is down; orders are then refused with
-// INVENTORY_UNAVAILABLE. Safe for concurrent use.
+// (inventory.grpc_addr): one GetProduct per distinct product of an order,
+// each bounded by inventory.timeout (default 3s). The connection is
+// dialled lazily by gRPC, so the order service starts while the inventory
+// service is down; orders are then refused with INVENTORY_UNAVAILABLE.
+// Safe for concurrent use.
 type Catalog struct {
-	client  inventoryv1.InventoryClient
-	timeout time.Duration
+	inventory *api.Client[inventoryv1.InventoryClient]
 }
 
-// NewCatalog dials the inventory service. cleanup closes the connection.
+// NewCatalog dials the inventory service (kit/api.DialClient). cleanup
+// closes the connection.
 func NewCatalog(c *conf.Inventory) (biz.Catalog, func(), error) {
-	conn, cleanup, err := api.Dial("inventory", c.GetGrpcAddr(), "127.0.0.1:9002")
+	inventory, cleanup, err := api.DialClient("inventory", c, "127.0.0.1:9002", 3*time.Second, inventoryv1.NewInventoryClient)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
+		return nil, nil, err
 	}
-	return NewCatalogConn(conn, c.GetTimeout().AsDuration()), cleanup, nil
-}
-
-// NewCatalogConn returns a Catalog on an existing connection; timeout
-// bounds each call (default 3s).
-func NewCatalogConn(conn grpc.ClientConnInterface, timeout time.Duration) *Catalog {
-	if timeout <= 0 {
-		timeout = 3 * time.Second
-	}
-	return &Catalog{client: inventoryv1.NewInventoryClient(conn), timeout: timeout}
+	return &Catalog{inventory: inventory}, cleanup, nil
 }
 
 // Prices implements biz.Catalog: a NotFound answer leaves the product out
@@ -60,9 +51,9 @@ func (c *Catalog) Prices(ctx context.Context, ids []string) (map[string]int64, e
 }
 
 func (c *Catalog) price(ctx context.Context, id string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := c.inventory.Bound(ctx)
 	defer cancel()
-	r, err := c.client.GetProduct(ctx, &inventoryv1.GetProductRequest{Id: id})
+	r, err := c.inventory.API.GetProduct(ctx, &inventoryv1.GetProductRequest{Id: id})
 	if err != nil {
 		return 0, err
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-kratos/kratos/v2/errors"
-	"google.golang.org/grpc"
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
@@ -15,38 +14,31 @@ import (
 )
 
 // OrderReader is biz.OrderReader on the order service's gRPC API
-// (order.grpc_addr). The connection is dialled lazily by gRPC, so the
-// payment service starts while the order service is down; payments are
-// then refused with ORDER_SERVICE_UNAVAILABLE, and reconciliation runs
-// fail and are resumed later.
+// (order.grpc_addr), each call bounded by order.timeout (default 5s). The
+// connection is dialled lazily by gRPC, so the payment service starts
+// while the order service is down; payments are then refused with
+// ORDER_SERVICE_UNAVAILABLE, and reconciliation runs fail and are resumed
+// later.
 type OrderReader struct {
-	client  orderv1.OrderClient
-	timeout time.Duration
+	orders *api.Client[orderv1.OrderClient]
 }
 
-// NewOrderReader dials the order service. cleanup closes the connection.
+// NewOrderReader dials the order service (kit/api.DialClient). cleanup
+// closes the connection.
 func NewOrderReader(c *conf.Order) (biz.OrderReader, func(), error) {
-	conn, cleanup, err := api.Dial("order", c.GetGrpcAddr(), "127.0.0.1:9000")
+	orders, cleanup, err := api.DialClient("order", c, "127.0.0.1:9000", 5*time.Second, orderv1.NewOrderClient)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
+		return nil, nil, err
 	}
-	return NewOrderReaderConn(conn, c.GetTimeout().AsDuration()), cleanup, nil
-}
-
-// NewOrderReaderConn returns an OrderReader on an existing connection.
-func NewOrderReaderConn(conn grpc.ClientConnInterface, timeout time.Duration) *OrderReader {
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	return &OrderReader{client: orderv1.NewOrderClient(conn), timeout: timeout}
+	return &OrderReader{orders: orders}, cleanup, nil
 }
 
 // Order implements biz.OrderReader: GetOrder's user, total and status; a
 // NotFound answer is biz.OrderMissing, any other failure an error.
 func (r *OrderReader) Order(ctx context.Context, orderID string) (*biz.Order, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := r.orders.Bound(ctx)
 	defer cancel()
-	out, err := r.client.GetOrder(ctx, &orderv1.GetOrderRequest{Id: orderID})
+	out, err := r.orders.API.GetOrder(ctx, &orderv1.GetOrderRequest{Id: orderID})
 	if errors.IsNotFound(err) {
 		return &biz.Order{ID: orderID, Status: biz.OrderMissing}, nil
 	}
