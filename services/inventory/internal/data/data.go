@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/tidemq/tide/pkg/mqclient"
-	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/services/inventory/internal/biz"
 	"github.com/tidemq/tide/services/inventory/internal/conf"
 	kitconf "github.com/tidemq/tide/services/kit/conf"
@@ -121,19 +119,7 @@ func NewMQClient(c *conf.Messaging, l *slog.Logger) (*mqclient.Client, func(), e
 }
 
 // NewProducer starts the producer the outbox relay sends with, on the
-// process's client mc. cleanup shuts it down.
+// process's client mc (kit/mq.NewProducer). cleanup shuts it down.
 func NewProducer(c *conf.Messaging, mc *mqclient.Client, l *slog.Logger) (*mqclient.Producer, func(), error) {
-	p, err := mqclient.NewProducer(append(mq.On(mc),
-		mqclient.WithProducerGroup(c.GetProducerGroup()),
-		mqclient.WithLogger(l),
-		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
-	)...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: producer: %w", err)
-	}
-	cleanup, err := mq.Start(context.Background(), p, "producer", 5*time.Second, l)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, cleanup, nil
+	return mq.NewProducer(mc, c.GetProducerGroup(), 5*time.Second, l)
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,11 +14,9 @@ import (
 	eventv1 "github.com/tidemq/tide/api/event/v1"
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
-	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/fault"
 	"github.com/tidemq/tide/services/kit/mq"
-	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/order/internal/biz"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
@@ -54,45 +53,23 @@ func NewMQClient(c *conf.MQ, l *slog.Logger) (*mqclient.Client, func(), error) {
 }
 
 // NewSender creates the order topics if missing and starts the
-// transactional sender of order events (pkg/mqclient/txmsg) on the
-// process's client mc: every event is a half message whose local
-// transaction writes the order change and the fence row; check-backs read
-// the fence (tide_tx_fence). Its after-commit crash point is the
-// crash_after_commit fault. cleanup shuts it down.
+// transactional sender of order events (kit/mq.NewSender, group
+// mq.producer_group) on the process's client mc: every event is a half
+// message whose local transaction writes the order change and the fence
+// row; check-backs read the fence (tide_tx_fence). Its after-commit crash
+// point is the crash_after_commit fault. cleanup shuts it down.
 func NewSender(c *conf.MQ, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, l *slog.Logger) (*txmsg.Sender, func(), error) {
-	group := c.GetProducerGroup()
-	if group == "" {
-		group = eventv1.GroupOrderProducer
+	o := mq.SenderOptions{Group: cmp.Or(c.GetProducerGroup(), eventv1.GroupOrderProducer),
+		Topics: []string{eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer},
+		AfterCommit: func() {
+			faults.Crash(FaultCrashAfterCommit, "point", "after local commit, before END_TRANSACTION")
+		},
+		Producer: []mqclient.Option{mqclient.WithLogger(l.With("module", "order/mq"))},
+		Stop:     10 * time.Second, Logger: l.With("module", "order/txmsg"), Registerer: reg}
+	if t := c.GetSendTimeout().AsDuration(); t > 0 {
+		o.Producer = append(o.Producer, mqclient.WithSendTimeout(t))
 	}
-	base := mq.On(mc)
-	popts := append(mq.On(mc),
-		mqclient.WithTopics(eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer),
-		mqclient.WithLogger(l.With("module", "order/mq")),
-		mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{})),
-	)
-	if t := c.GetSendTimeout(); t != nil && t.AsDuration() > 0 {
-		popts = append(popts, mqclient.WithSendTimeout(t.AsDuration()))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := topics.Ensure(ctx, base, eventv1.TopicOrderEvents, eventv1.TopicOrderCancelTimer); err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
-	}
-	s, err := txmsg.New(d.db, txmsg.WithGroup(group), txmsg.WithProducerOptions(popts...), txmsg.WithRegisterer(reg),
-		txmsg.WithLogger(l.With("module", "order/txmsg")),
-		txmsg.WithHook(func(point string) {
-			if point == "after-commit" {
-				faults.Crash(FaultCrashAfterCommit, "point", "after local commit, before END_TRANSACTION")
-			}
-		}))
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: sender: %w", err)
-	}
-	cleanup, err := mq.Start(ctx, s, "sender", 10*time.Second, l)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, cleanup, nil
+	return mq.NewSender(d.db, mc, o)
 }
 
 type eventPublisher struct {

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,10 +20,8 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/metrics"
 	"github.com/tidemq/tide/pkg/mqclient/ordered"
-	"github.com/tidemq/tide/pkg/mqclient/tracing"
 	"github.com/tidemq/tide/pkg/mqclient/txmsg"
 	"github.com/tidemq/tide/services/kit/mq"
-	"github.com/tidemq/tide/services/kit/topics"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/conf"
 	"github.com/tidemq/tide/services/payment/internal/fault"
@@ -45,43 +44,15 @@ type Publisher struct {
 // crash points honour the crash_after_commit fault. cleanup shuts it
 // down.
 func NewPublisher(c *conf.Messaging, mc *mqclient.Client, d *Data, faults *fault.Set, reg prometheus.Registerer, mm *metrics.Metrics, l *slog.Logger) (*Publisher, func(), error) {
-	group := c.GetProducerGroup()
-	if group == "" {
-		group = eventv1.GroupPaymentProducer
-	}
-	opts := []txmsg.Option{
-		txmsg.WithGroup(group),
-		txmsg.WithLogger(l),
-		txmsg.WithRegisterer(reg),
-		txmsg.WithHook(func(point string) {
-			if point == "after-commit" {
-				faults.Crash(fault.CrashAfterCommit, "point", point)
-			}
-		}),
-		txmsg.WithProducerOptions(
-			append(mq.On(mc), mqclient.WithLogger(l),
-				// A restarted instance answers check-backs of half messages
-				// its crashed predecessor left, before it sends anything.
-				mqclient.WithTopics(eventv1.TopicPaymentEvents),
-				mqclient.WithSendInterceptors(tracing.SendInterceptor(tracing.Options{}), mm.SendInterceptor()))...),
-	}
+	o := mq.SenderOptions{Group: cmp.Or(c.GetProducerGroup(), eventv1.GroupPaymentProducer),
+		Topics: []string{eventv1.TopicPaymentEvents}, Ensure: []string{eventv1.TopicOrderEvents},
+		AfterCommit: func() { faults.Crash(fault.CrashAfterCommit, "point", "after-commit") },
+		Producer:    []mqclient.Option{mqclient.WithSendInterceptors(mm.SendInterceptor())},
+		Stop:        5 * time.Second, Logger: l, Registerer: reg}
 	if d := c.GetCheckTimeout().AsDuration(); d > 0 {
-		opts = append(opts, txmsg.WithCheckTimeout(d))
+		o.Sender = append(o.Sender, txmsg.WithCheckTimeout(d))
 	}
-	s, err := txmsg.New(d.Gorm(), opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("data: txmsg sender: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// The topics must exist before the producer starts: it heartbeats the
-	// brokers of its topics at Start (so that it answers check-backs of
-	// half messages a crashed instance left) and does not retry a topic
-	// that was missing then.
-	if err := topics.Ensure(ctx, mq.On(mc), eventv1.TopicPaymentEvents, eventv1.TopicOrderEvents); err != nil {
-		return nil, nil, err
-	}
-	cleanup, err := mq.Start(ctx, s, "txmsg sender", 5*time.Second, l)
+	s, cleanup, err := mq.NewSender(d.Gorm(), mc, o)
 	if err != nil {
 		return nil, nil, err
 	}
