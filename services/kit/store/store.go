@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,18 @@ func Ping(ctx context.Context, db *gorm.DB, rdb *redis.Client) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
+}
+
+// Take reads into dest the first row q selects (gorm's Take). found is
+// false, with no error, when q selects none (gorm.ErrRecordNotFound);
+// any other error is returned as it is. What the repositories make of a
+// missing row (a biz not-found error, or none) is theirs.
+func Take(q *gorm.DB, dest any) (found bool, err error) {
+	err = q.Take(dest).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // RedisConfig is what a service's configuration says about Redis: the

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/tidemq/tide/services/inventory/internal/biz"
+	"github.com/tidemq/tide/services/kit/store"
 )
 
 type productRow struct {
@@ -33,12 +33,12 @@ func NewProductRepo(d *Data) biz.ProductRepo { return &productRepo{data: d} }
 
 func (r *productRepo) Get(ctx context.Context, id string) (*biz.Product, error) {
 	var row productRow
-	err := r.data.DB(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, biz.ErrProductNotFound.WithMetadata(map[string]string{"id": id})
-	}
+	found, err := store.Take(r.data.DB(ctx).Where("id = ?", id), &row)
 	if err != nil {
 		return nil, fmt.Errorf("data: get product %s: %w", id, err)
+	}
+	if !found {
+		return nil, biz.ErrProductNotFound.WithMetadata(map[string]string{"id": id})
 	}
 	return row.biz(), nil
 }

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/tidemq/tide/services/inventory/internal/biz"
+	"github.com/tidemq/tide/services/kit/store"
 )
 
 type reservationRow struct {
@@ -39,12 +40,12 @@ func NewReservationRepo(d *Data) biz.ReservationRepo { return &reservationRepo{d
 func (r *reservationRepo) GetForUpdate(ctx context.Context, orderID string) (*biz.Reservation, error) {
 	db := r.data.DB(ctx)
 	var row reservationRow
-	err := db.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_id = ?", orderID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
+	found, err := store.Take(db.Clauses(clause.Locking{Strength: "UPDATE"}).Where("order_id = ?", orderID), &row)
 	if err != nil {
 		return nil, fmt.Errorf("data: get reservation %s: %w", orderID, err)
+	}
+	if !found {
+		return nil, nil
 	}
 	return r.load(db, &row)
 }

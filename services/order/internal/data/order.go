@@ -3,7 +3,6 @@ package data
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/order/internal/biz"
 )
 
@@ -103,12 +103,12 @@ func (r *orderRepo) Create(ctx context.Context, o *biz.Order) error {
 
 func (r *orderRepo) find(db *gorm.DB, id string) (*biz.Order, error) {
 	var row orderRow
-	err := db.Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, biz.ErrOrderNotFound
-	}
+	found, err := store.Take(db.Where("id = ?", id), &row)
 	if err != nil {
 		return nil, fmt.Errorf("select order %s: %w", id, err)
+	}
+	if !found {
+		return nil, biz.ErrOrderNotFound
 	}
 	return row.toBiz()
 }

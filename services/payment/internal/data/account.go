@@ -2,11 +2,9 @@ package data
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"gorm.io/gorm"
-
+	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
 
@@ -50,12 +48,12 @@ func (r *accountRepo) Credit(ctx context.Context, userID string, amount int64) e
 
 func (r *accountRepo) Balance(ctx context.Context, userID string) (int64, error) {
 	var row accountRow
-	err := r.data.DB(ctx).Where("user_id = ?", userID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, biz.ErrAccountNotFound.WithMetadata(map[string]string{"user_id": userID})
-	}
+	found, err := store.Take(r.data.DB(ctx).Where("user_id = ?", userID), &row)
 	if err != nil {
 		return 0, fmt.Errorf("data: balance %s: %w", userID, err)
+	}
+	if !found {
+		return 0, biz.ErrAccountNotFound.WithMetadata(map[string]string{"user_id": userID})
 	}
 	return row.Balance, nil
 }

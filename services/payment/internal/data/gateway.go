@@ -2,14 +2,13 @@ package data
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 	"github.com/tidemq/tide/services/payment/internal/fault"
 )
@@ -132,12 +131,12 @@ func (g *Gateway) LinesFor(ctx context.Context, paymentIDs []string) ([]biz.Stat
 // Line implements biz.Statement.
 func (g *Gateway) Line(ctx context.Context, ref string) (*biz.StatementLine, error) {
 	var row gatewayRow
-	err := g.data.db.WithContext(ctx).Where("ref = ?", ref).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
+	found, err := store.Take(g.data.db.WithContext(ctx).Where("ref = ?", ref), &row)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: line %s: %w", ref, err)
+	}
+	if !found {
+		return nil, nil
 	}
 	l := row.line()
 	return &l, nil

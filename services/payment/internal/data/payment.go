@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/tidemq/tide/services/kit/store"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
 
@@ -77,12 +78,12 @@ func (r *paymentRepo) Create(ctx context.Context, p *biz.Payment) error {
 
 func (r *paymentRepo) take(db *gorm.DB, what string) (*biz.Payment, error) {
 	var row paymentRow
-	err := db.Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, biz.ErrPaymentNotFound.WithMetadata(map[string]string{"payment": what})
-	}
+	found, err := store.Take(db, &row)
 	if err != nil {
 		return nil, fmt.Errorf("data: get payment %s: %w", what, err)
+	}
+	if !found {
+		return nil, biz.ErrPaymentNotFound.WithMetadata(map[string]string{"payment": what})
 	}
 	return row.biz(), nil
 }
