@@ -40,7 +40,7 @@ type metrics struct {
 	boot          time.Time
 	// The children in use of the vectors above (metrics_cache.go).
 	byTopic  topicMetrics
-	reqCache requestMetrics
+	reqCache *childCache[uint64, prometheus.Observer] // by requestKey
 }
 
 // observeAppend records one store append of topic that began at start.
@@ -73,6 +73,7 @@ func newMetrics(b *Broker) *metrics {
 		boot: time.Now(),
 	}
 	m.byTopic = newTopicMetrics(m)
+	m.reqCache = newRequestCache(m.requests)
 	m.reg.MustRegister(m.requests, m.msgsIn, m.msgsOut, m.bytesIn, m.appendTime, m.notifications, &collector{b: b},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

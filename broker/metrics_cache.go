@@ -18,86 +18,85 @@ import (
 // deleted from the vectors (a deleted topic's series stays, as before), so
 // a cached child is never stale.
 
-// childCache holds the children of one vector by label value.
-type childCache[T any] struct {
-	mu   sync.RWMutex
-	m    map[string]T
-	with func(label string) T // the vector's WithLabelValues
+// childCache holds the children of one vector by key (a label value, or
+// a key several label values are made from).
+type childCache[K comparable, T any] struct {
+	mu sync.RWMutex
+	m  map[K]T
+	// with returns the child for a key not cached yet, and the key to
+	// keep for it (a copy the caller cannot change).
+	with func(k K) (K, T)
 }
 
-func newChildCache[T any](with func(...string) T) *childCache[T] {
-	return &childCache[T]{m: make(map[string]T), with: func(l string) T { return with(l) }}
+func newChildCache[K comparable, T any](with func(K) (K, T)) *childCache[K, T] {
+	return &childCache[K, T]{m: make(map[K]T), with: with}
 }
 
-// get returns the child for label, looking it up on first use. The cache
-// keeps its own copy of the label: the caller's may be a slice of a
-// request's header.
-func (c *childCache[T]) get(label string) T {
+// newLabelCache caches the children of a vector with one label. It keeps
+// its own copy of the label: the caller's may be a slice of a request's
+// header.
+func newLabelCache[T any](with func(...string) T) *childCache[string, T] {
+	return newChildCache(func(l string) (string, T) {
+		l = strings.Clone(l)
+		return l, with(l)
+	})
+}
+
+// get returns the child for k, looking it up on first use.
+func (c *childCache[K, T]) get(k K) T {
 	c.mu.RLock()
-	v, ok := c.m[label]
+	v, ok := c.m[k]
 	c.mu.RUnlock()
 	if ok {
 		return v
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok = c.m[label]; !ok {
-		label = strings.Clone(label)
-		v = c.with(label)
-		c.m[label] = v
+	if v, ok = c.m[k]; !ok {
+		k, v = c.with(k)
+		c.m[k] = v
 	}
 	return v
 }
 
 // topicMetrics are the children of the per-topic vectors in use.
 type topicMetrics struct {
-	msgsIn, bytesIn, msgsOut *childCache[prometheus.Counter]
-	appendTime               *childCache[prometheus.Observer]
+	msgsIn, bytesIn, msgsOut *childCache[string, prometheus.Counter]
+	appendTime               *childCache[string, prometheus.Observer]
 }
 
 func newTopicMetrics(m *metrics) topicMetrics {
-	return topicMetrics{msgsIn: newChildCache(m.msgsIn.WithLabelValues), bytesIn: newChildCache(m.bytesIn.WithLabelValues),
-		msgsOut: newChildCache(m.msgsOut.WithLabelValues), appendTime: newChildCache(m.appendTime.WithLabelValues)}
-}
-
-// requestMetrics are the children of the request duration vector in use,
-// by request code and response code.
-type requestMetrics struct {
-	mu sync.RWMutex
-	m  map[uint64]prometheus.Observer // by requestKey
+	return topicMetrics{msgsIn: newLabelCache(m.msgsIn.WithLabelValues), bytesIn: newLabelCache(m.bytesIn.WithLabelValues),
+		msgsOut: newLabelCache(m.msgsOut.WithLabelValues), appendTime: newLabelCache(m.appendTime.WithLabelValues)}
 }
 
 // requestKey identifies a request duration series: the request code and
 // the response code, or held (no response yet).
 func requestKey(code int16, resp *protocol.Command) uint64 {
 	if resp == nil {
-		return uint64(uint16(code))<<32 | 1<<16
+		return uint64(uint16(code))<<32 | requestHeld
 	}
 	return uint64(uint16(code))<<32 | uint64(uint16(resp.Code))
 }
 
+// requestHeld marks the key of a request without a response.
+const requestHeld = 1 << 16
+
+// newRequestCache caches the children of the request duration vector by
+// requestKey, labelled by requestName and the response's code name
+// ("HELD" for none).
+func newRequestCache(requests *prometheus.HistogramVec) *childCache[uint64, prometheus.Observer] {
+	return newChildCache(func(k uint64) (uint64, prometheus.Observer) {
+		outcome := "HELD"
+		if k&requestHeld == 0 {
+			outcome = protocol.CodeName(int16(uint16(k)))
+		}
+		return k, requests.WithLabelValues(requestName(int16(uint16(k>>32))), outcome)
+	})
+}
+
 // request returns the request duration series of code answered by resp
-// (nil: held), labelled by requestName and the response's code name
-// ("HELD" for nil).
+// (nil: held).
 func (m *metrics) request(code int16, resp *protocol.Command) prometheus.Observer {
-	c := &m.reqCache
-	k := requestKey(code, resp)
-	c.mu.RLock()
-	o, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok {
-		return o
-	}
-	outcome := "HELD"
-	if resp != nil {
-		outcome = protocol.CodeName(resp.Code)
-	}
-	o = m.requests.WithLabelValues(requestName(code), outcome)
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = make(map[uint64]prometheus.Observer)
-	}
-	c.m[k] = o
-	c.mu.Unlock()
-	return o
+	return m.reqCache.get(requestKey(code, resp))
 }

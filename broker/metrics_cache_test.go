@@ -32,17 +32,22 @@ func TestMetricCacheSameSeries(t *testing.T) {
 	m.request(req.Code, ok).Observe(0.001)
 	m.request(req.Code, busy).Observe(0.001)
 	m.request(req.Code, nil).Observe(0.001)
+	m.request(protocol.PullMessage, nil).Observe(0.001)
+	m.request(-7, &protocol.Command{Code: -1}).Observe(0.001) // neither code known: OTHER, UNKNOWN
 	for _, want := range []struct {
-		outcome string
-		n       uint64
-	}{{protocol.CodeName(protocol.Success), 2}, {protocol.CodeName(protocol.SystemBusy), 1}, {"HELD", 1}} {
-		h := m.requests.WithLabelValues("SEND_MESSAGE_V2", want.outcome).(prometheus.Histogram)
+		request, outcome string
+		n                uint64
+	}{
+		{"SEND_MESSAGE_V2", protocol.CodeName(protocol.Success), 2}, {"SEND_MESSAGE_V2", protocol.CodeName(protocol.SystemBusy), 1},
+		{"SEND_MESSAGE_V2", "HELD", 1}, {"PULL_MESSAGE", "HELD", 1}, {"OTHER", protocol.CodeName(-1), 1},
+	} {
+		h := m.requests.WithLabelValues(want.request, want.outcome).(prometheus.Histogram)
 		if got := histogramCount(t, h); got != want.n {
-			t.Errorf("request_duration_seconds{SEND_MESSAGE_V2,%s} count %d, want %d", want.outcome, got, want.n)
+			t.Errorf("request_duration_seconds{%s,%s} count %d, want %d", want.request, want.outcome, got, want.n)
 		}
 	}
-	if n := testutil.CollectAndCount(m.requests); n != 3 {
-		t.Errorf("request_duration_seconds has %d series, want 3", n)
+	if n := testutil.CollectAndCount(m.requests); n != 5 {
+		t.Errorf("request_duration_seconds has %d series, want 5", n)
 	}
 }
 
