@@ -622,6 +622,9 @@ func (c *Conn) readError(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.cfg.log.Info("remoting: idle timeout, closing connection", "conn", c, "idle", c.cfg.idleTimeout)
 		return fmt.Errorf("idle for %v: %w", c.cfg.idleTimeout, err)
+	case errors.Is(err, errNegativeRead):
+		c.cfg.log.Warn("remoting: broken reader, closing connection", "conn", c, "err", err)
+		return err
 	}
 	c.cfg.log.Debug("remoting: read failed", "conn", c, "err", err)
 	return err

@@ -85,7 +85,11 @@ func (b *readBuf) Read(p []byte) (int, error) {
 		}
 		if len(p) >= b.size() {
 			// Nothing buffered and a large read: straight into p.
-			return b.rd.Read(p)
+			n, err := b.rd.Read(p)
+			if n < 0 {
+				return 0, errNegativeRead
+			}
+			return n, err
 		}
 		b.fill()
 		if b.r == b.w {
@@ -103,10 +107,14 @@ func (b *readBuf) readErr() error {
 	return err
 }
 
+// errNegativeRead is the read error of a reader that returned a negative
+// count (a broken io.Reader; bufio.Reader panics on it): the connection
+// fails with it as with any other read error.
 var errNegativeRead = errors.New("remoting: reader returned negative count from Read")
 
 // fill reads once into the empty buffer, resized first as the previous
-// reads asked.
+// reads asked. A read's error, io.ErrNoProgress after maxEmptyReads empty
+// reads, or errNegativeRead is kept in b.err.
 func (b *readBuf) fill() {
 	b.resize()
 	b.r, b.w = 0, 0
@@ -114,7 +122,8 @@ func (b *readBuf) fill() {
 	for range maxEmptyReads {
 		n, err := b.rd.Read(buf)
 		if n < 0 {
-			panic(errNegativeRead)
+			b.err = errNegativeRead
+			return
 		}
 		b.w = n
 		if n > 0 {

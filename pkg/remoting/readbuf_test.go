@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -170,6 +173,59 @@ func TestReadBufErrors(t *testing.T) {
 	}
 	if _, err := newReadBuf(emptyReader{}).Read(p[:]); !errors.Is(err, io.ErrNoProgress) {
 		t.Fatalf("endless empty reads: %v", err)
+	}
+}
+
+// negativeReader returns n < 0 from every Read, with err.
+type negativeReader struct {
+	n   int
+	err error
+}
+
+func (r negativeReader) Read([]byte) (int, error) { return r.n, r.err }
+
+// A reader returning a negative count fails the read with errNegativeRead
+// (bufio.Reader panics), through the buffer or straight into a large p.
+func TestReadBufNegativeRead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rd   negativeReader
+		p    int
+	}{
+		{"buffered", negativeReader{-1, nil}, 4},
+		{"buffered with error", negativeReader{-5, io.EOF}, 4},
+		{"direct", negativeReader{-1, nil}, 2 * minReadBuffer},
+		{"direct with error", negativeReader{-1 << 20, io.EOF}, 2 * minReadBuffer},
+	} {
+		br := newReadBuf(tc.rd)
+		n, err := br.Read(make([]byte, tc.p))
+		if n != 0 || !errors.Is(err, errNegativeRead) {
+			t.Errorf("%s: Read = %d, %v; want 0, errNegativeRead", tc.name, n, err)
+		}
+		if br.Buffered() != 0 {
+			t.Errorf("%s: %d bytes buffered after the failed read", tc.name, br.Buffered())
+		}
+		br.release()
+	}
+}
+
+// A connection whose reader returns a negative count closes with
+// errNegativeRead, logged as a warning.
+func TestConnNegativeReadCloses(t *testing.T) {
+	t.Parallel()
+	a, b := net.Pipe()
+	defer b.Close()
+	var logs bytes.Buffer
+	c := newConn(a, &connConfig{log: slog.New(slog.NewTextHandler(&logs, nil)), maxFrame: 1 << 20, limit: newLimiter(0)})
+	c.rd = negativeReader{-1, nil}
+	go c.serve()
+	<-c.Done()
+	if err := c.Err(); !errors.Is(err, errNegativeRead) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed with %v, want ErrClosed and errNegativeRead", err)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), errNegativeRead.Error()) {
+		t.Fatalf("log %q has no warning with the error", logs.String())
 	}
 }
 
