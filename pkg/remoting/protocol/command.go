@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"strconv"
 )
 
@@ -90,12 +91,31 @@ func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns the ext field k ("" when absent), from ExtFields or else
-// Header (encoded for the purpose: not for hot paths).
+// Header (found among the entries its AppendBinaryExt writes, without the
+// map of Encode; still an encoding per call: not for hot paths).
 func (c *Command) Ext(k string) string {
 	if v, ok := c.ExtFields[k]; ok || c.Header == nil {
 		return v
 	}
-	return c.Header.Encode()[k]
+	return headerField(c.Header, k)
+}
+
+// headerField returns the value of h's ext entry k ("" when none), read
+// from the entries AppendBinaryExt writes (the same as Encode's map).
+func headerField(h ExtAppender, k string) string {
+	var buf [256]byte
+	e := h.AppendBinaryExt(buf[:0])
+	for i := 0; i < len(e); {
+		kl := int(binary.BigEndian.Uint16(e[i:]))
+		key := e[i+2 : i+2+kl]
+		i += 2 + kl
+		vl := int(binary.BigEndian.Uint32(e[i:]))
+		if string(key) == k {
+			return string(e[i+4 : i+4+vl])
+		}
+		i += 4 + vl
+	}
+	return ""
 }
 
 // SetExt sets ext field k, allocating the map when needed.
