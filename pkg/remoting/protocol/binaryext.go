@@ -18,8 +18,9 @@ type ExtAppender interface {
 	AppendBinaryExt(dst []byte) []byte
 }
 
-// extMap returns the ext fields a JSON header carries: Header's fields
-// (encoded into a map, the JSON path's cost is unchanged) plus ExtFields.
+// extMap returns all of c's ext fields in one map (Fields): ExtFields
+// itself without a Header, else Header's Encode plus ExtFields. Encoding
+// does not use it (appendJSONExtTyped, appendBinaryHeader).
 func (c *Command) extMap() map[string]string {
 	if c.Header == nil {
 		return c.ExtFields

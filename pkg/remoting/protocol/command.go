@@ -45,8 +45,7 @@ func NewRequest(code int16, ext map[string]string, body []byte) *Command {
 }
 
 // NewTypedRequest returns a request whose ext fields are h's fields
-// (Command.Header): encoded without a map when the frame's header is
-// ROCKETMQ binary.
+// (Command.Header): encoded without a map in either serialize type.
 func NewTypedRequest(code int16, h ExtAppender, body []byte) *Command {
 	return &Command{Code: code, Language: LangGo, Version: Version, Header: h, Body: body}
 }
