@@ -46,18 +46,17 @@ func (r *OrderReader) Order(ctx context.Context, orderID string) (*biz.Order, er
 		return nil, fmt.Errorf("data: GetOrder %s: %w", orderID, err)
 	}
 	o := out.GetOrder()
-	res := &biz.Order{ID: orderID, UserID: o.GetUserId(), Total: o.GetTotalAmount()}
-	switch o.GetStatus() {
-	case orderv1.OrderStatus_ORDER_STATUS_CREATED:
-		res.Status = biz.OrderCreated
-	case orderv1.OrderStatus_ORDER_STATUS_RESERVED:
-		res.Status = biz.OrderReserved
-	case orderv1.OrderStatus_ORDER_STATUS_PAID:
-		res.Status = biz.OrderPaid
-	case orderv1.OrderStatus_ORDER_STATUS_CANCELLED:
-		res.Status = biz.OrderCancelled
-	default:
-		res.Status = biz.OrderStatus(o.GetStatus().String())
+	st, ok := orderStatuses.Domain(o.GetStatus())
+	if !ok {
+		st = biz.OrderStatus(o.GetStatus().String()) // UNSPECIFIED, or one newer than this service
 	}
-	return res, nil
+	return &biz.Order{ID: orderID, UserID: o.GetUserId(), Total: o.GetTotalAmount(), Status: st}, nil
 }
+
+// orderStatuses maps the order service's OrderStatus to biz's.
+var orderStatuses = api.NewEnum(map[biz.OrderStatus]orderv1.OrderStatus{
+	biz.OrderCreated:   orderv1.OrderStatus_ORDER_STATUS_CREATED,
+	biz.OrderReserved:  orderv1.OrderStatus_ORDER_STATUS_RESERVED,
+	biz.OrderPaid:      orderv1.OrderStatus_ORDER_STATUS_PAID,
+	biz.OrderCancelled: orderv1.OrderStatus_ORDER_STATUS_CANCELLED,
+})
