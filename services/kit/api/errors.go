@@ -19,15 +19,18 @@ import (
 	"net/http"
 
 	"github.com/go-kratos/kratos/v2/errors"
+
+	"github.com/tidemq/tide/services/kit/api/apierr"
 )
 
 // Reasons of the errors this package returns. Services keep their own
 // domain reasons; these are the shared input ones.
 const (
-	// ReasonInvalidArgument: a field is missing, too long, out of range,
-	// of the wrong JSON type or unknown (400, gRPC InvalidArgument).
-	// Metadata "field" names it (a path such as items[0].quantity).
-	ReasonInvalidArgument = "INVALID_ARGUMENT"
+	// ReasonInvalidArgument is apierr's (a field is missing, too long,
+	// out of range, of the wrong JSON type or unknown: 400, gRPC
+	// InvalidArgument). Metadata "field" names it (a path such as
+	// items[0].quantity).
+	ReasonInvalidArgument = apierr.ReasonInvalidArgument
 	// ReasonMalformedBody: the body is not valid JSON, or not a JSON
 	// object (400).
 	ReasonMalformedBody = "MALFORMED_BODY"

@@ -29,6 +29,7 @@ import (
 
 	"github.com/tidemq/tide/pkg/mqclient/kratosmq"
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apierr"
 	"github.com/tidemq/tide/services/kit/reconcile"
 )
 
@@ -214,7 +215,7 @@ func (j *Jobs) serveRuns(w nethttp.ResponseWriter, r *nethttp.Request, in *api.I
 	}
 	runs, audit, err := j.runner.History(r.Context(), reconcile.HistoryQuery{Job: r.URL.Query().Get("job"), Key: key, Limit: int(limit)})
 	if err != nil {
-		in.EncodeError(w, r, kerrors.ServiceUnavailable("UNAVAILABLE", "the runs could not be read; it was logged").WithCause(err))
+		in.EncodeError(w, r, apierr.Unavailable("the runs could not be read; it was logged").WithCause(err))
 		return
 	}
 	api.WriteJSON(w, nethttp.StatusOK, map[string]any{"runs": runs, "audit": audit})
@@ -237,7 +238,7 @@ func (j *Jobs) serveRun(w nethttp.ResponseWriter, r *nethttp.Request, in *api.In
 	case errors.Is(err, reconcile.ErrLeaseHeld):
 		in.EncodeError(w, r, kerrors.Conflict("RUN_IN_PROGRESS", "another run of the job is in progress"))
 	case err != nil:
-		in.EncodeError(w, r, kerrors.ServiceUnavailable("UNAVAILABLE", "reconciliation could not run; it was logged").WithCause(err))
+		in.EncodeError(w, r, apierr.Unavailable("reconciliation could not run; it was logged").WithCause(err))
 	default:
 		api.WriteJSON(w, nethttp.StatusOK, rep)
 	}

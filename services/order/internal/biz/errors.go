@@ -1,11 +1,15 @@
 package biz
 
-import "github.com/go-kratos/kratos/v2/errors"
+import (
+	"github.com/go-kratos/kratos/v2/errors"
 
-// Reasons of the errors the order API returns.
+	"github.com/tidemq/tide/services/kit/api/apierr"
+)
+
+// Reasons of the errors of the order domain; INVALID_ARGUMENT is kit's
+// (apierr).
 const (
 	ReasonOrderNotFound   = "ORDER_NOT_FOUND"
-	ReasonInvalidArgument = "INVALID_ARGUMENT"
 	ReasonInvalidState    = "INVALID_ORDER_STATE"
 	ReasonUnavailable     = "ORDER_UNAVAILABLE"
 	ReasonProductNotFound = "PRODUCT_NOT_FOUND"
@@ -18,7 +22,7 @@ var (
 	ErrOrderNotFound = errors.NotFound(ReasonOrderNotFound, "order not found")
 	// ErrInvalidArgument: the request is malformed (no user, no items,
 	// a non-positive quantity or a negative price).
-	ErrInvalidArgument = errors.BadRequest(ReasonInvalidArgument, "invalid order")
+	ErrInvalidArgument = errors.BadRequest(apierr.ReasonInvalidArgument, "invalid order")
 	// ErrInvalidState: the transition is not allowed from the order's
 	// current status.
 	ErrInvalidState = errors.Conflict(ReasonInvalidState, "order state does not allow this")

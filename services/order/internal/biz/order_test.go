@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	eventv1 "github.com/tidemq/tide/api/event/v1"
+	"github.com/tidemq/tide/services/kit/api/apierr"
 	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
@@ -79,11 +80,11 @@ func TestOrderUsecaseCreate(t *testing.T) {
 		{"zero price for a priced product", "u1", []Line{{"p1", 1, price(0)}}, false, 0, ReasonPriceMismatch},
 		{"unknown product", "u1", []Line{{"p1", 1, nil}, {"p-nope", 1, nil}}, false, 0, ReasonProductNotFound},
 		{"catalog down", "u1", []Line{{"p1", 1, nil}}, true, 0, ReasonInventoryDown},
-		{"no user", "", []Line{{"p1", 1, nil}}, false, 0, ReasonInvalidArgument},
-		{"no items", "u1", nil, false, 0, ReasonInvalidArgument},
-		{"zero quantity", "u1", []Line{{"p1", 0, nil}}, false, 0, ReasonInvalidArgument},
-		{"negative price", "u1", []Line{{"p1", 1, price(-1)}}, false, 0, ReasonInvalidArgument},
-		{"no product", "u1", []Line{{"", 1, nil}}, false, 0, ReasonInvalidArgument},
+		{"no user", "", []Line{{"p1", 1, nil}}, false, 0, apierr.ReasonInvalidArgument},
+		{"no items", "u1", nil, false, 0, apierr.ReasonInvalidArgument},
+		{"zero quantity", "u1", []Line{{"p1", 0, nil}}, false, 0, apierr.ReasonInvalidArgument},
+		{"negative price", "u1", []Line{{"p1", 1, price(-1)}}, false, 0, apierr.ReasonInvalidArgument},
+		{"no product", "u1", []Line{{"", 1, nil}}, false, 0, apierr.ReasonInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +164,7 @@ func TestOrderUsecaseGetNotFound(t *testing.T) {
 	if _, _, err := e.uc.Get(context.Background(), "nope"); !kerrors.IsNotFound(err) || kerrors.Reason(err) != ReasonOrderNotFound {
 		t.Fatalf("err = %v", err)
 	}
-	if _, _, err := e.uc.Get(context.Background(), ""); kerrors.Reason(err) != ReasonInvalidArgument {
+	if _, _, err := e.uc.Get(context.Background(), ""); kerrors.Reason(err) != apierr.ReasonInvalidArgument {
 		t.Fatalf("err = %v", err)
 	}
 }

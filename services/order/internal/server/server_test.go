@@ -290,8 +290,8 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 			code       int
 			reason     string
 		}{
-			{"no items", `{"user_id":"u1","items":[]}`, 400, biz.ReasonInvalidArgument},
-			{"no user", `{"items":[{"product_id":"p1","quantity":1}]}`, 400, biz.ReasonInvalidArgument},
+			{"no items", `{"user_id":"u1","items":[]}`, 400, api.ReasonInvalidArgument},
+			{"no user", `{"items":[{"product_id":"p1","quantity":1}]}`, 400, api.ReasonInvalidArgument},
 			{"bad json", `{"user_id":`, 400, api.ReasonMalformedBody},
 		}
 		for _, tt := range tests {
@@ -372,7 +372,7 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 			t.Fatalf("reply %v", reply)
 		}
 		_, err = s.grpc.CreateOrder(ctx, &orderv1.CreateOrderRequest{UserId: "u2"})
-		if kerrors.Reason(err) != biz.ReasonInvalidArgument {
+		if kerrors.Reason(err) != api.ReasonInvalidArgument {
 			t.Fatalf("invalid create: %v", err)
 		}
 	})
@@ -420,8 +420,8 @@ func TestServerHTTPAndGRPC(t *testing.T) {
 		}
 		for _, q := range []string{"status=SHIPPED", "limit=101", "limit=-1", "limit=ten", "page_token=not%20an%20id",
 			"user_id=" + strings.Repeat("u", 65)} {
-			if _, code, body := list(q); code != 400 || !strings.Contains(body, biz.ReasonInvalidArgument) {
-				t.Errorf("%s: %d %s, want 400 %s", q, code, body, biz.ReasonInvalidArgument)
+			if _, code, body := list(q); code != 400 || !strings.Contains(body, api.ReasonInvalidArgument) {
+				t.Errorf("%s: %d %s, want 400 %s", q, code, body, api.ReasonInvalidArgument)
 			}
 		}
 		reply, err := s.grpc.ListOrders(ctx, &orderv1.ListOrdersRequest{UserId: "u-list", Limit: 1})

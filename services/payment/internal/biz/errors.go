@@ -2,11 +2,13 @@ package biz
 
 import (
 	"github.com/go-kratos/kratos/v2/errors"
+
+	"github.com/tidemq/tide/services/kit/api/apierr"
 )
 
-// Reasons of the errors the API returns.
+// Reasons of the errors of the payment domain; INVALID_ARGUMENT and
+// UNAVAILABLE are kit's (apierr).
 const (
-	ReasonInvalidArgument        = "INVALID_ARGUMENT"
 	ReasonIdempotencyKeyRequired = "IDEMPOTENCY_KEY_REQUIRED"
 	ReasonIdempotencyKeyReused   = "IDEMPOTENCY_KEY_REUSED"
 	ReasonIdempotencyInProgress  = "IDEMPOTENCY_KEY_IN_PROGRESS"
@@ -20,13 +22,13 @@ const (
 	ReasonOrderUnavailable       = "ORDER_SERVICE_UNAVAILABLE"
 	ReasonPaymentNotFound        = "PAYMENT_NOT_FOUND"
 	ReasonGatewayTimeout         = "GATEWAY_TIMEOUT"
-	ReasonUnavailable            = "UNAVAILABLE"
 )
 
 // Errors of the payment domain (Kratos errors: HTTP status, reason).
 // Match them with errors.Is.
 var (
-	ErrInvalidArgument = errors.BadRequest(ReasonInvalidArgument, "invalid argument")
+	// ErrInvalidArgument: kit's apierr.ErrInvalidArgument.
+	ErrInvalidArgument = apierr.ErrInvalidArgument
 	// ErrIdempotencyKeyRequired: POST /v1/payments without a key.
 	ErrIdempotencyKeyRequired = errors.BadRequest(ReasonIdempotencyKeyRequired, "Idempotency-Key header is required")
 	// ErrIdempotencyKeyReused: the key was used before with another body.
@@ -56,13 +58,13 @@ var (
 	ErrGatewayTimeout = errors.GatewayTimeout(ReasonGatewayTimeout, "payment gateway timed out")
 	// ErrUnavailable: a transient failure (database, broker); retry with
 	// the same key.
-	ErrUnavailable = errors.ServiceUnavailable(ReasonUnavailable, "payment temporarily unavailable")
+	ErrUnavailable = apierr.Unavailable("payment temporarily unavailable")
 	// ErrPaymentExists: a payment with this id (idempotency key) already
 	// committed. Internal: CreatePayment answers with that payment.
 	ErrPaymentExists = errors.Conflict("PAYMENT_EXISTS", "payment already exists")
 	// ErrCommitUnknown: the local commit's outcome is unknown (connection
 	// lost); the transactional message's check-back decides. Internal.
-	ErrCommitUnknown = errors.ServiceUnavailable(ReasonUnavailable, "payment commit outcome unknown")
+	ErrCommitUnknown = apierr.Unavailable("payment commit outcome unknown")
 )
 
 // final reports whether err is a business outcome that is stored with

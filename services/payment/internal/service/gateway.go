@@ -5,9 +5,8 @@ import (
 	"math"
 	nethttp "net/http"
 
-	"github.com/go-kratos/kratos/v2/errors"
-
 	"github.com/tidemq/tide/services/kit/api"
+	"github.com/tidemq/tide/services/kit/api/apierr"
 	"github.com/tidemq/tide/services/payment/internal/biz"
 )
 
@@ -37,7 +36,7 @@ func (g *GatewayService) Statement(encode func(nethttp.ResponseWriter, *nethttp.
 		}
 		lines, err := g.st.Statement(r.Context(), after, 1000)
 		if err != nil {
-			encode(w, r, errors.ServiceUnavailable("UNAVAILABLE", "the gateway statement could not be read; it was logged").WithCause(err))
+			encode(w, r, apierr.Unavailable("the gateway statement could not be read; it was logged").WithCause(err))
 			return
 		}
 		api.WriteJSON(w, nethttp.StatusOK, map[string]any{"lines": lines})
