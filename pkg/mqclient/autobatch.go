@@ -267,10 +267,11 @@ func (b *batcher) keyed(o *outgoing) bool { return o.sharded || b.p.s.selector !
 
 // sendLone sends o, which join let go alone, to q (first, or only if
 // keyed); a ctx that already ended sends nothing, as for a message that
-// gave up in a batch.
+// gave up in a batch, and fails with ErrSendFailed wrapping ctx's error,
+// as a plain send does.
 func (b *batcher) sendLone(ctx context.Context, o *outgoing, q Queue) (*SendResult, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, err)
 	}
 	if b.keyed(o) {
 		o.queue = &q

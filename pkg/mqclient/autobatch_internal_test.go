@@ -377,3 +377,25 @@ func TestAutoBatchOptionValidation(t *testing.T) {
 		t.Errorf("linger 0 must turn auto-batching off: %v, batcher %v", err, p.batch)
 	}
 }
+
+// A Send to an idle queue whose context has already ended sends nothing
+// and fails as a plain Send does: ErrSendFailed wrapping the context's
+// error.
+func TestAutoBatchSendEndedContext(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 1, a)
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	// the first Send caches the route, so the second is eligible for a batch
+	if _, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Send(gone, &Message{Topic: "orders", Body: []byte("y")})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrSendFailed) {
+		t.Errorf("Send with an ended context: %v, want ErrSendFailed wrapping context.Canceled", err)
+	}
+	if codes, _ := sentBatches(t, a); len(codes) != 1 {
+		t.Errorf("the broker got %d requests, want only the first Send's", len(codes))
+	}
+}
