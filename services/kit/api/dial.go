@@ -7,7 +7,8 @@ import (
 
 	kgrpc "github.com/go-kratos/kratos/v2/transport/grpc"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/durationpb"
+
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
 
 // Dial returns a client connection to another service's gRPC API at
@@ -25,15 +26,6 @@ func Dial(service, addr, def string) (*grpc.ClientConn, func(), error) {
 	return conn, func() { _ = conn.Close() }, nil
 }
 
-// Peer is what a service's configuration says about another service's
-// gRPC API: its address and the bound of each call. The generated
-// messages naming another service in a service's conf.proto (order's
-// Inventory, payment's Order) satisfy it.
-type Peer interface {
-	GetGrpcAddr() string
-	GetTimeout() *durationpb.Duration
-}
-
 // Client is a client of another service's gRPC API: API is the generated
 // client (C, such as inventoryv1.InventoryClient), and each call is
 // bounded by Timeout (Bound). Safe for concurrent use.
@@ -44,9 +36,11 @@ type Client[C any] struct {
 
 // DialClient dials service's gRPC API (Dial: at p's address, def when it
 // is empty; lazily) and returns newClient on the connection, with p's
-// timeout, defTimeout when it is not positive. cleanup closes the
-// connection. Errors start with "data: " (the callers are data layers).
-func DialClient[C any](service string, p Peer, def string, defTimeout time.Duration,
+// timeout, defTimeout when it is not positive. p is the service's config
+// section naming the other service (kit/conf's Peer; nil takes the
+// defaults). cleanup closes the connection. Errors start with "data: "
+// (the callers are data layers).
+func DialClient[C any](service string, p *kitconf.Peer, def string, defTimeout time.Duration,
 	newClient func(grpc.ClientConnInterface) C) (*Client[C], func(), error) {
 	conn, cleanup, err := Dial(service, p.GetGrpcAddr(), def)
 	if err != nil {

@@ -7,27 +7,21 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 )
-
-// peer is a Peer as a service's configuration gives it.
-type peer struct {
-	addr    string
-	timeout *durationpb.Duration
-}
-
-func (p peer) GetGrpcAddr() string              { return p.addr }
-func (p peer) GetTimeout() *durationpb.Duration { return p.timeout }
 
 // TestDialClient: the client is built on the connection (lazily: nothing
 // listens), with the configured timeout or the default, and Bound puts
 // that timeout on a call's context.
 func TestDialClient(t *testing.T) {
 	for _, tt := range []struct {
-		p    peer
+		p    *kitconf.Peer
 		want time.Duration
 	}{
-		{peer{}, 3 * time.Second},
-		{peer{addr: "127.0.0.1:1", timeout: durationpb.New(time.Second)}, time.Second},
+		{nil, 3 * time.Second},
+		{&kitconf.Peer{}, 3 * time.Second},
+		{&kitconf.Peer{GrpcAddr: "127.0.0.1:1", Timeout: durationpb.New(time.Second)}, time.Second},
 	} {
 		var got grpc.ClientConnInterface
 		c, cleanup, err := DialClient("peer", tt.p, "127.0.0.1:2", 3*time.Second,

@@ -209,6 +209,63 @@ func (x *Data) GetRedis() *Data_Redis {
 	return nil
 }
 
+// Another service's gRPC API that a service calls (order's inventory,
+// payment's order; kit/api.DialClient): its address and the bound of one
+// call. Unset fields take the caller's defaults.
+type Peer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gRPC address (host:port).
+	GrpcAddr string `protobuf:"bytes,1,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// Bound of one call.
+	Timeout       *durationpb.Duration `protobuf:"bytes,2,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Peer) Reset() {
+	*x = Peer{}
+	mi := &file_conf_conf_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Peer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Peer) ProtoMessage() {}
+
+func (x *Peer) ProtoReflect() protoreflect.Message {
+	mi := &file_conf_conf_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Peer.ProtoReflect.Descriptor instead.
+func (*Peer) Descriptor() ([]byte, []int) {
+	return file_conf_conf_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Peer) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *Peer) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 type Observability struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// OTLP/HTTP traces endpoint (host:port or a URL); empty = spans are
@@ -221,7 +278,7 @@ type Observability struct {
 
 func (x *Observability) Reset() {
 	*x = Observability{}
-	mi := &file_conf_conf_proto_msgTypes[3]
+	mi := &file_conf_conf_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +290,7 @@ func (x *Observability) String() string {
 func (*Observability) ProtoMessage() {}
 
 func (x *Observability) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[3]
+	mi := &file_conf_conf_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +303,7 @@ func (x *Observability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observability.ProtoReflect.Descriptor instead.
 func (*Observability) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{3}
+	return file_conf_conf_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Observability) GetOtlpEndpoint() string {
@@ -280,7 +337,7 @@ type Cleanup struct {
 
 func (x *Cleanup) Reset() {
 	*x = Cleanup{}
-	mi := &file_conf_conf_proto_msgTypes[4]
+	mi := &file_conf_conf_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +349,7 @@ func (x *Cleanup) String() string {
 func (*Cleanup) ProtoMessage() {}
 
 func (x *Cleanup) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[4]
+	mi := &file_conf_conf_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +362,7 @@ func (x *Cleanup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cleanup.ProtoReflect.Descriptor instead.
 func (*Cleanup) Descriptor() ([]byte, []int) {
-	return file_conf_conf_proto_rawDescGZIP(), []int{4}
+	return file_conf_conf_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Cleanup) GetRetention() *durationpb.Duration {
@@ -340,7 +397,7 @@ type Server_HTTP struct {
 
 func (x *Server_HTTP) Reset() {
 	*x = Server_HTTP{}
-	mi := &file_conf_conf_proto_msgTypes[5]
+	mi := &file_conf_conf_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +409,7 @@ func (x *Server_HTTP) String() string {
 func (*Server_HTTP) ProtoMessage() {}
 
 func (x *Server_HTTP) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[5]
+	mi := &file_conf_conf_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +457,7 @@ type Server_GRPC struct {
 
 func (x *Server_GRPC) Reset() {
 	*x = Server_GRPC{}
-	mi := &file_conf_conf_proto_msgTypes[6]
+	mi := &file_conf_conf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +469,7 @@ func (x *Server_GRPC) String() string {
 func (*Server_GRPC) ProtoMessage() {}
 
 func (x *Server_GRPC) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[6]
+	mi := &file_conf_conf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +525,7 @@ type Data_Database struct {
 
 func (x *Data_Database) Reset() {
 	*x = Data_Database{}
-	mi := &file_conf_conf_proto_msgTypes[7]
+	mi := &file_conf_conf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +537,7 @@ func (x *Data_Database) String() string {
 func (*Data_Database) ProtoMessage() {}
 
 func (x *Data_Database) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[7]
+	mi := &file_conf_conf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +600,7 @@ type Data_Redis struct {
 
 func (x *Data_Redis) Reset() {
 	*x = Data_Redis{}
-	mi := &file_conf_conf_proto_msgTypes[8]
+	mi := &file_conf_conf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +612,7 @@ func (x *Data_Redis) String() string {
 func (*Data_Redis) ProtoMessage() {}
 
 func (x *Data_Redis) ProtoReflect() protoreflect.Message {
-	mi := &file_conf_conf_proto_msgTypes[8]
+	mi := &file_conf_conf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +723,10 @@ const file_conf_conf_proto_rawDesc = "" +
 	"\fread_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12>\n" +
 	"\rwrite_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fwriteTimeout\x126\n" +
 	"\tdedup_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\bdedupTtl\x12\x18\n" +
-	"\anetwork\x18\b \x01(\tR\anetwork\"4\n" +
+	"\anetwork\x18\b \x01(\tR\anetwork\"X\n" +
+	"\x04Peer\x12\x1b\n" +
+	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
+	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"4\n" +
 	"\rObservability\x12#\n" +
 	"\rotlp_endpoint\x18\x01 \x01(\tR\fotlpEndpoint\"\x95\x01\n" +
 	"\aCleanup\x127\n" +
@@ -686,41 +746,43 @@ func file_conf_conf_proto_rawDescGZIP() []byte {
 	return file_conf_conf_proto_rawDescData
 }
 
-var file_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.kit.conf.Bootstrap
 	(*Server)(nil),              // 1: tide.kit.conf.Server
 	(*Data)(nil),                // 2: tide.kit.conf.Data
-	(*Observability)(nil),       // 3: tide.kit.conf.Observability
-	(*Cleanup)(nil),             // 4: tide.kit.conf.Cleanup
-	(*Server_HTTP)(nil),         // 5: tide.kit.conf.Server.HTTP
-	(*Server_GRPC)(nil),         // 6: tide.kit.conf.Server.GRPC
-	(*Data_Database)(nil),       // 7: tide.kit.conf.Data.Database
-	(*Data_Redis)(nil),          // 8: tide.kit.conf.Data.Redis
-	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
+	(*Peer)(nil),                // 3: tide.kit.conf.Peer
+	(*Observability)(nil),       // 4: tide.kit.conf.Observability
+	(*Cleanup)(nil),             // 5: tide.kit.conf.Cleanup
+	(*Server_HTTP)(nil),         // 6: tide.kit.conf.Server.HTTP
+	(*Server_GRPC)(nil),         // 7: tide.kit.conf.Server.GRPC
+	(*Data_Database)(nil),       // 8: tide.kit.conf.Data.Database
+	(*Data_Redis)(nil),          // 9: tide.kit.conf.Data.Redis
+	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 }
 var file_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.kit.conf.Bootstrap.server:type_name -> tide.kit.conf.Server
 	2,  // 1: tide.kit.conf.Bootstrap.data:type_name -> tide.kit.conf.Data
-	3,  // 2: tide.kit.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
-	4,  // 3: tide.kit.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
-	5,  // 4: tide.kit.conf.Server.http:type_name -> tide.kit.conf.Server.HTTP
-	6,  // 5: tide.kit.conf.Server.grpc:type_name -> tide.kit.conf.Server.GRPC
-	7,  // 6: tide.kit.conf.Data.database:type_name -> tide.kit.conf.Data.Database
-	8,  // 7: tide.kit.conf.Data.redis:type_name -> tide.kit.conf.Data.Redis
-	9,  // 8: tide.kit.conf.Cleanup.retention:type_name -> google.protobuf.Duration
-	9,  // 9: tide.kit.conf.Cleanup.interval:type_name -> google.protobuf.Duration
-	9,  // 10: tide.kit.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
-	9,  // 11: tide.kit.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
-	9,  // 12: tide.kit.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
-	9,  // 13: tide.kit.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
-	9,  // 14: tide.kit.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
-	9,  // 15: tide.kit.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	4,  // 2: tide.kit.conf.Bootstrap.observability:type_name -> tide.kit.conf.Observability
+	5,  // 3: tide.kit.conf.Bootstrap.cleanup:type_name -> tide.kit.conf.Cleanup
+	6,  // 4: tide.kit.conf.Server.http:type_name -> tide.kit.conf.Server.HTTP
+	7,  // 5: tide.kit.conf.Server.grpc:type_name -> tide.kit.conf.Server.GRPC
+	8,  // 6: tide.kit.conf.Data.database:type_name -> tide.kit.conf.Data.Database
+	9,  // 7: tide.kit.conf.Data.redis:type_name -> tide.kit.conf.Data.Redis
+	10, // 8: tide.kit.conf.Peer.timeout:type_name -> google.protobuf.Duration
+	10, // 9: tide.kit.conf.Cleanup.retention:type_name -> google.protobuf.Duration
+	10, // 10: tide.kit.conf.Cleanup.interval:type_name -> google.protobuf.Duration
+	10, // 11: tide.kit.conf.Server.HTTP.timeout:type_name -> google.protobuf.Duration
+	10, // 12: tide.kit.conf.Server.GRPC.timeout:type_name -> google.protobuf.Duration
+	10, // 13: tide.kit.conf.Data.Redis.dial_timeout:type_name -> google.protobuf.Duration
+	10, // 14: tide.kit.conf.Data.Redis.read_timeout:type_name -> google.protobuf.Duration
+	10, // 15: tide.kit.conf.Data.Redis.write_timeout:type_name -> google.protobuf.Duration
+	10, // 16: tide.kit.conf.Data.Redis.dedup_ttl:type_name -> google.protobuf.Duration
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_conf_conf_proto_init() }
@@ -728,14 +790,14 @@ func file_conf_conf_proto_init() {
 	if File_conf_conf_proto != nil {
 		return
 	}
-	file_conf_conf_proto_msgTypes[7].OneofWrappers = []any{}
+	file_conf_conf_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conf_conf_proto_rawDesc), len(file_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,8 +30,8 @@ func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boo
 		return nil, nil, err
 	}
 	orderRepo := data.NewOrderRepo(dataData, logger)
-	inventory := confBootstrap.Inventory
-	catalog, cleanup2, err := data.NewCatalog(inventory)
+	peer := confBootstrap.Inventory
+	catalog, cleanup2, err := data.NewCatalog(peer)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -11,6 +11,7 @@
 package conf
 
 import (
+	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -30,11 +31,13 @@ const (
 // (server, data, observability, cleanup) are kit/conf's Bootstrap, read
 // from the same files (boot.Serve).
 type Bootstrap struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mq            *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
-	Order         *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
-	Fault         *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
-	Inventory     *Inventory             `protobuf:"bytes,8,opt,name=inventory,proto3" json:"inventory,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mq    *MQ                    `protobuf:"bytes,3,opt,name=mq,proto3" json:"mq,omitempty"`
+	Order *Order                 `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
+	Fault *Fault                 `protobuf:"bytes,5,opt,name=fault,proto3" json:"fault,omitempty"`
+	// The inventory service, whose catalog prices every new order (gRPC
+	// GetProduct; defaults 127.0.0.1:9002 and 3s a call).
+	Inventory     *conf.Peer `protobuf:"bytes,8,opt,name=inventory,proto3" json:"inventory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -90,7 +93,7 @@ func (x *Bootstrap) GetFault() *Fault {
 	return nil
 }
 
-func (x *Bootstrap) GetInventory() *Inventory {
+func (x *Bootstrap) GetInventory() *conf.Peer {
 	if x != nil {
 		return x.Inventory
 	}
@@ -310,72 +313,16 @@ func (x *Fault) GetDeliverTwice() bool {
 	return false
 }
 
-// The inventory service, whose catalog prices every new order (gRPC
-// GetProduct).
-type Inventory struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// gRPC address of the inventory service (host:port).
-	GrpcAddr string `protobuf:"bytes,1,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	// Bound of one GetProduct call (default 3s).
-	Timeout       *durationpb.Duration `protobuf:"bytes,2,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Inventory) Reset() {
-	*x = Inventory{}
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Inventory) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Inventory) ProtoMessage() {}
-
-func (x *Inventory) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Inventory.ProtoReflect.Descriptor instead.
-func (*Inventory) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *Inventory) GetGrpcAddr() string {
-	if x != nil {
-		return x.GrpcAddr
-	}
-	return ""
-}
-
-func (x *Inventory) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
 var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x1egoogle/protobuf/duration.proto\"\xc6\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x0ftide.order.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\xbf\x01\n" +
 	"\tBootstrap\x12#\n" +
 	"\x02mq\x18\x03 \x01(\v2\x13.tide.order.conf.MQR\x02mq\x12,\n" +
 	"\x05order\x18\x04 \x01(\v2\x16.tide.order.conf.OrderR\x05order\x12,\n" +
-	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x128\n" +
-	"\tinventory\x18\b \x01(\v2\x1a.tide.order.conf.InventoryR\tinventory\"\xca\x01\n" +
+	"\x05fault\x18\x05 \x01(\v2\x16.tide.order.conf.FaultR\x05fault\x121\n" +
+	"\tinventory\x18\b \x01(\v2\x13.tide.kit.conf.PeerR\tinventory\"\xca\x01\n" +
 	"\x02MQ\x12!\n" +
 	"\fnamesrv_addr\x18\x01 \x01(\tR\vnamesrvAddr\x12%\n" +
 	"\x0eproducer_group\x18\x02 \x01(\tR\rproducerGroup\x12<\n" +
@@ -391,10 +338,7 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05admin\x18\x01 \x01(\bR\x05admin\x12,\n" +
 	"\x12crash_after_commit\x18\x02 \x01(\bR\x10crashAfterCommit\x12,\n" +
 	"\x12crash_after_effect\x18\x03 \x01(\bR\x10crashAfterEffect\x12#\n" +
-	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwice\"]\n" +
-	"\tInventory\x12\x1b\n" +
-	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
-	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeoutB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
+	"\rdeliver_twice\x18\x04 \x01(\bR\fdeliverTwiceB:Z8github.com/tidemq/tide/services/order/internal/conf;confb\x06proto3"
 
 var (
 	file_internal_conf_conf_proto_rawDescOnce sync.Once
@@ -408,29 +352,28 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.order.conf.Bootstrap
 	(*MQ)(nil),                  // 1: tide.order.conf.MQ
 	(*Order)(nil),               // 2: tide.order.conf.Order
 	(*Fault)(nil),               // 3: tide.order.conf.Fault
-	(*Inventory)(nil),           // 4: tide.order.conf.Inventory
+	(*conf.Peer)(nil),           // 4: tide.kit.conf.Peer
 	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1, // 0: tide.order.conf.Bootstrap.mq:type_name -> tide.order.conf.MQ
 	2, // 1: tide.order.conf.Bootstrap.order:type_name -> tide.order.conf.Order
 	3, // 2: tide.order.conf.Bootstrap.fault:type_name -> tide.order.conf.Fault
-	4, // 3: tide.order.conf.Bootstrap.inventory:type_name -> tide.order.conf.Inventory
+	4, // 3: tide.order.conf.Bootstrap.inventory:type_name -> tide.kit.conf.Peer
 	5, // 4: tide.order.conf.MQ.send_timeout:type_name -> google.protobuf.Duration
 	5, // 5: tide.order.conf.Order.cancel_after:type_name -> google.protobuf.Duration
 	5, // 6: tide.order.conf.Order.sweep_interval:type_name -> google.protobuf.Duration
-	5, // 7: tide.order.conf.Inventory.timeout:type_name -> google.protobuf.Duration
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -444,7 +387,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -9,8 +9,8 @@ import (
 
 	inventoryv1 "github.com/tidemq/tide/api/inventory/v1"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/order/internal/biz"
-	"github.com/tidemq/tide/services/order/internal/conf"
 )
 
 // Catalog is biz.Catalog on the inventory service's gRPC API
@@ -25,7 +25,7 @@ type Catalog struct {
 
 // NewCatalog dials the inventory service (kit/api.DialClient). cleanup
 // closes the connection.
-func NewCatalog(c *conf.Inventory) (biz.Catalog, func(), error) {
+func NewCatalog(c *kitconf.Peer) (biz.Catalog, func(), error) {
 	inventory, cleanup, err := api.DialClient("inventory", c, "127.0.0.1:9002", 3*time.Second, inventoryv1.NewInventoryClient)
 	if err != nil {
 		return nil, nil, err

@@ -143,7 +143,7 @@ func startStack(t *testing.T, cancelAfter time.Duration, opts ...stackOption) *s
 	inventoryv1.RegisterInventoryServer(isrv, inv)
 	go isrv.Serve(lis)
 	t.Cleanup(isrv.Stop)
-	catalog, cleanup4, err := data.NewCatalog(&conf.Inventory{GrpcAddr: lis.Addr().String()})
+	catalog, cleanup4, err := data.NewCatalog(&kitconf.Peer{GrpcAddr: lis.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

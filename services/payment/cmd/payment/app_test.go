@@ -36,7 +36,7 @@ func TestAppStartsAndStops(t *testing.T) {
 		Cleanup: &kitconf.Cleanup{},
 	}, &conf.Bootstrap{
 		Messaging: &conf.Messaging{NameServers: ns, ProducerGroup: "payment-producer", ConsumerGroup: "payment-service"},
-		Fault:     &conf.Fault{Admin: true}, Order: &conf.Order{GrpcAddr: testenv.FreeAddr(t)},
+		Fault:     &conf.Fault{Admin: true}, Order: &kitconf.Peer{GrpcAddr: testenv.FreeAddr(t)},
 		Reconcile: &conf.Reconcile{Interval: durationpb.New(time.Hour), Repair: true},
 	}, boot.Info{Name: "payment", Version: "test"}, l)
 	if err != nil {

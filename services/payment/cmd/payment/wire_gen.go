@@ -41,8 +41,8 @@ func wireApp(bootstrap *conf.Bootstrap, confBootstrap *conf2.Bootstrap, info boo
 	fault := confBootstrap.Fault
 	v := newFaults(fault, logger)
 	gateway := data.NewGateway(dataData, v, logger)
-	order := confBootstrap.Order
-	orderReader, cleanup2, err := data.NewOrderReader(order)
+	peer := confBootstrap.Order
+	orderReader, cleanup2, err := data.NewOrderReader(peer)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

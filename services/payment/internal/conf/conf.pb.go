@@ -11,6 +11,7 @@
 package conf
 
 import (
+	conf "github.com/tidemq/tide/services/kit/conf"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -30,11 +31,14 @@ const (
 // (server, data, observability, cleanup) are kit/conf's Bootstrap, read
 // from the same files (boot.Serve).
 type Bootstrap struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Messaging     *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
-	Fault         *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
-	Order         *Order                 `protobuf:"bytes,5,opt,name=order,proto3" json:"order,omitempty"`
-	Reconcile     *Reconcile             `protobuf:"bytes,6,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Messaging *Messaging             `protobuf:"bytes,3,opt,name=messaging,proto3" json:"messaging,omitempty"`
+	Fault     *Fault                 `protobuf:"bytes,4,opt,name=fault,proto3" json:"fault,omitempty"`
+	// The order service, which every payment is checked against and the
+	// "payments" reconciliation job reads (defaults 127.0.0.1:9000 and 5s
+	// a call).
+	Order         *conf.Peer `protobuf:"bytes,5,opt,name=order,proto3" json:"order,omitempty"`
+	Reconcile     *Reconcile `protobuf:"bytes,6,opt,name=reconcile,proto3" json:"reconcile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,7 +87,7 @@ func (x *Bootstrap) GetFault() *Fault {
 	return nil
 }
 
-func (x *Bootstrap) GetOrder() *Order {
+func (x *Bootstrap) GetOrder() *conf.Peer {
 	if x != nil {
 		return x.Order
 	}
@@ -330,60 +334,6 @@ func (x *Fault) GetDeliverTwice() bool {
 	return false
 }
 
-// The order service, read by the "payments" reconciliation job.
-type Order struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// gRPC address of the order service (host:port).
-	GrpcAddr      string               `protobuf:"bytes,1,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	Timeout       *durationpb.Duration `protobuf:"bytes,2,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Order) Reset() {
-	*x = Order{}
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Order) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Order) ProtoMessage() {}
-
-func (x *Order) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Order.ProtoReflect.Descriptor instead.
-func (*Order) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *Order) GetGrpcAddr() string {
-	if x != nil {
-		return x.GrpcAddr
-	}
-	return ""
-}
-
-func (x *Order) GetTimeout() *durationpb.Duration {
-	if x != nil {
-		return x.Timeout
-	}
-	return nil
-}
-
 // Reconciliation jobs ("payments", "broker").
 type Reconcile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -401,7 +351,7 @@ type Reconcile struct {
 
 func (x *Reconcile) Reset() {
 	*x = Reconcile{}
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +363,7 @@ func (x *Reconcile) String() string {
 func (*Reconcile) ProtoMessage() {}
 
 func (x *Reconcile) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_conf_conf_proto_msgTypes[4]
+	mi := &file_internal_conf_conf_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +376,7 @@ func (x *Reconcile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reconcile.ProtoReflect.Descriptor instead.
 func (*Reconcile) Descriptor() ([]byte, []int) {
-	return file_internal_conf_conf_proto_rawDescGZIP(), []int{4}
+	return file_internal_conf_conf_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Reconcile) GetInterval() *durationpb.Duration {
@@ -461,11 +411,11 @@ var File_internal_conf_conf_proto protoreflect.FileDescriptor
 
 const file_internal_conf_conf_proto_rawDesc = "" +
 	"\n" +
-	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x1egoogle/protobuf/duration.proto\"\xe3\x01\n" +
+	"\x18internal/conf/conf.proto\x12\x11tide.payment.conf\x1a\x0fconf/conf.proto\x1a\x1egoogle/protobuf/duration.proto\"\xde\x01\n" +
 	"\tBootstrap\x12:\n" +
 	"\tmessaging\x18\x03 \x01(\v2\x1c.tide.payment.conf.MessagingR\tmessaging\x12.\n" +
-	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\x12.\n" +
-	"\x05order\x18\x05 \x01(\v2\x18.tide.payment.conf.OrderR\x05order\x12:\n" +
+	"\x05fault\x18\x04 \x01(\v2\x18.tide.payment.conf.FaultR\x05fault\x12)\n" +
+	"\x05order\x18\x05 \x01(\v2\x13.tide.kit.conf.PeerR\x05order\x12:\n" +
 	"\treconcile\x18\x06 \x01(\v2\x1c.tide.payment.conf.ReconcileR\treconcile\"\xbb\x03\n" +
 	"\tMessaging\x12!\n" +
 	"\fname_servers\x18\x01 \x01(\tR\vnameServers\x12%\n" +
@@ -487,10 +437,7 @@ const file_internal_conf_conf_proto_rawDesc = "" +
 	"\x05admin\x18\x05 \x01(\bR\x05admin\x12.\n" +
 	"\x13crash_before_commit\x18\x06 \x01(\bR\x11crashBeforeCommit\x12,\n" +
 	"\x12crash_after_effect\x18\a \x01(\bR\x10crashAfterEffect\x12#\n" +
-	"\rdeliver_twice\x18\b \x01(\bR\fdeliverTwice\"Y\n" +
-	"\x05Order\x12\x1b\n" +
-	"\tgrpc_addr\x18\x01 \x01(\tR\bgrpcAddr\x123\n" +
-	"\atimeout\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\xc9\x01\n" +
+	"\rdeliver_twice\x18\b \x01(\bR\fdeliverTwice\"\xc9\x01\n" +
 	"\tReconcile\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12/\n" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x12\x16\n" +
@@ -509,33 +456,32 @@ func file_internal_conf_conf_proto_rawDescGZIP() []byte {
 	return file_internal_conf_conf_proto_rawDescData
 }
 
-var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_internal_conf_conf_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_internal_conf_conf_proto_goTypes = []any{
 	(*Bootstrap)(nil),           // 0: tide.payment.conf.Bootstrap
 	(*Messaging)(nil),           // 1: tide.payment.conf.Messaging
 	(*Fault)(nil),               // 2: tide.payment.conf.Fault
-	(*Order)(nil),               // 3: tide.payment.conf.Order
-	(*Reconcile)(nil),           // 4: tide.payment.conf.Reconcile
+	(*Reconcile)(nil),           // 3: tide.payment.conf.Reconcile
+	(*conf.Peer)(nil),           // 4: tide.kit.conf.Peer
 	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_internal_conf_conf_proto_depIdxs = []int32{
 	1,  // 0: tide.payment.conf.Bootstrap.messaging:type_name -> tide.payment.conf.Messaging
 	2,  // 1: tide.payment.conf.Bootstrap.fault:type_name -> tide.payment.conf.Fault
-	3,  // 2: tide.payment.conf.Bootstrap.order:type_name -> tide.payment.conf.Order
-	4,  // 3: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
+	4,  // 2: tide.payment.conf.Bootstrap.order:type_name -> tide.kit.conf.Peer
+	3,  // 3: tide.payment.conf.Bootstrap.reconcile:type_name -> tide.payment.conf.Reconcile
 	5,  // 4: tide.payment.conf.Messaging.check_unknown_window:type_name -> google.protobuf.Duration
 	5,  // 5: tide.payment.conf.Messaging.local_tx_timeout:type_name -> google.protobuf.Duration
 	5,  // 6: tide.payment.conf.Messaging.check_timeout:type_name -> google.protobuf.Duration
 	5,  // 7: tide.payment.conf.Fault.slow_local_tx:type_name -> google.protobuf.Duration
-	5,  // 8: tide.payment.conf.Order.timeout:type_name -> google.protobuf.Duration
-	5,  // 9: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
-	5,  // 10: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
-	5,  // 11: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 8: tide.payment.conf.Reconcile.interval:type_name -> google.protobuf.Duration
+	5,  // 9: tide.payment.conf.Reconcile.grace:type_name -> google.protobuf.Duration
+	5,  // 10: tide.payment.conf.Reconcile.half_timeout:type_name -> google.protobuf.Duration
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_internal_conf_conf_proto_init() }
@@ -549,7 +495,7 @@ func file_internal_conf_conf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_conf_conf_proto_rawDesc), len(file_internal_conf_conf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

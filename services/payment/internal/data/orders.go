@@ -9,8 +9,8 @@ import (
 
 	orderv1 "github.com/tidemq/tide/api/order/v1"
 	"github.com/tidemq/tide/services/kit/api"
+	kitconf "github.com/tidemq/tide/services/kit/conf"
 	"github.com/tidemq/tide/services/payment/internal/biz"
-	"github.com/tidemq/tide/services/payment/internal/conf"
 )
 
 // OrderReader is biz.OrderReader on the order service's gRPC API
@@ -25,7 +25,7 @@ type OrderReader struct {
 
 // NewOrderReader dials the order service (kit/api.DialClient). cleanup
 // closes the connection.
-func NewOrderReader(c *conf.Order) (biz.OrderReader, func(), error) {
+func NewOrderReader(c *kitconf.Peer) (biz.OrderReader, func(), error) {
 	orders, cleanup, err := api.DialClient("order", c, "127.0.0.1:9000", 5*time.Second, orderv1.NewOrderClient)
 	if err != nil {
 		return nil, nil, err

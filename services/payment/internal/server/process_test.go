@@ -47,7 +47,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := data.NewGateway(d, faults, l)
-	orders, _, err := data.NewOrderReader(&conf.Order{GrpcAddr: os.Getenv("PAYMENT_CRASH_ORDERS")})
+	orders, _, err := data.NewOrderReader(&kitconf.Peer{GrpcAddr: os.Getenv("PAYMENT_CRASH_ORDERS")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func startStack(t *testing.T, opts ...func(*stackConfig)) *stack {
 	go gsrv.Serve(lis)
 	t.Cleanup(gsrv.Stop)
 	s.ordersAddr = lis.Addr().String()
-	orders, oclean, err := data.NewOrderReader(&conf.Order{GrpcAddr: s.ordersAddr})
+	orders, oclean, err := data.NewOrderReader(&kitconf.Peer{GrpcAddr: s.ordersAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
