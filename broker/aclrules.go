@@ -126,14 +126,15 @@ var aclRules = map[int16]accessRule{
 }
 
 // header adapts a resource function of a typed header: the request's ext
-// fields decoded into H exactly as the handler decodes them.
+// fields decoded into H exactly as the handler decodes them (the header
+// DecodeFrame typed, for a pull, or Decode of the fields).
 func header[H any, P interface {
 	*H
 	protocol.Header
 }](f func(*H) []acl.Resource) func(*protocol.Command) ([]acl.Resource, bool, error) {
 	return func(req *protocol.Command) ([]acl.Resource, bool, error) {
-		h := P(new(H))
-		if err := h.Decode(req.ExtFields); err != nil {
+		h, err := protocol.DecodeRequestHeader[H, P](req)
+		if err != nil {
 			return nil, false, err
 		}
 		return f(h), false, nil

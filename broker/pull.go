@@ -36,8 +36,10 @@ func storeFilterOf(f *filter.Filter) store.Filter {
 // handlePull serves PULL_MESSAGE with RocketMQ's checks and long polling
 // (rocketmq-protocol.md §2.8, §5.7).
 func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
-	var h protocol.PullMessageRequestHeader
-	if err := h.Decode(req.ExtFields); err != nil {
+	// The header may be req's own (typed by the frame decoder, without a
+	// map); the held pull's Resume reads it again.
+	h, err := protocol.DecodePullRequest(req)
+	if err != nil {
 		return b.errorResponse(c, req, protocol.SystemError, "bad pull header: %v", err)
 	}
 	if b.opts.BrokerPermission&protocol.PermRead == 0 {
@@ -60,7 +62,7 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
 		return b.errorResponse(c, req, protocol.SystemError, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]", h.QueueID, h.Topic, tc.ReadQueueNums, c.RemoteAddr())
 	}
-	f, code, remark := b.pullFilter(&h)
+	f, code, remark := b.pullFilter(h)
 	if code != protocol.Success {
 		return b.errorResponse(c, req, code, "%s", remark)
 	}
@@ -69,7 +71,7 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 	if h.SysFlag.HasCommitOffset() && h.SysFlag.HasSuspend() && b.isMaster() {
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
-	resp, found := b.pullOnce(req, &h, f)
+	resp, found := b.pullOnce(req, h, f)
 	if found || resp.Code != protocol.PullNotFound || !h.SysFlag.HasSuspend() {
 		return resp
 	}
@@ -82,7 +84,7 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 	if timeout <= 0 || timeout > 25*time.Second { // the Go client gives up after 30 s
 		timeout = 20 * time.Second
 	}
-	err := b.polls.Hold(&longpoll.Request{
+	err = b.polls.Hold(&longpoll.Request{
 		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset, Deadline: time.Now().Add(timeout), Owner: c,
 		Match: func(tagsCode int64, props []byte) bool {
 			if !f.MatchTagsCode(tagsCode) {
@@ -94,7 +96,7 @@ func (b *Broker) handlePull(ctx context.Context, c *remoting.Conn, req *protocol
 			return true
 		},
 		Resume: func(bool) {
-			resp, _ := b.pullOnce(req, &h, f)
+			resp, _ := b.pullOnce(req, h, f)
 			if err := c.Reply(req, resp); err != nil {
 				b.log.Debug("reply held pull", "conn", c.RemoteAddr(), "err", err)
 			}

@@ -72,8 +72,8 @@ func newFakeQueue(t *testing.T, topic string, bodies ...string) *fakeQueue {
 	})
 	f.srv.HandleFunc(protocol.PullMessage, func(ctx context.Context, c *remoting.Conn, req *protocol.Command) *protocol.Command {
 		f.pulls.Add(1)
-		var h protocol.PullMessageRequestHeader
-		if err := h.Decode(req.ExtFields); err != nil {
+		h, err := protocol.DecodePullRequest(req)
+		if err != nil {
 			return protocol.NewResponse(req, protocol.SystemError, err.Error())
 		}
 		f.mu.Lock()
@@ -86,7 +86,7 @@ func newFakeQueue(t *testing.T, topic string, bodies ...string) *fakeQueue {
 		}
 		f.mu.Unlock()
 		if answer != nil {
-			return answer(req, &h)
+			return answer(req, h)
 		}
 		code, next := protocol.Success, h.QueueOffset+int64(len(body))
 		if len(body) == 0 {

@@ -416,8 +416,8 @@ func (r *recorder) handle(req *protocol.Command, raw []byte, send func(*protocol
 
 	case protocol.PullMessage:
 		r.record("11-pull", raw, false)
-		var h protocol.PullMessageRequestHeader
-		if err := h.Decode(req.ExtFields); err != nil {
+		h, err := protocol.DecodePullRequest(req)
+		if err != nil {
 			return protocol.NewResponse(req, protocol.SystemError, err.Error())
 		}
 		key := fmt.Sprintf("%s@%d@%s", h.Topic, h.QueueID, h.ConsumerGroup)

@@ -84,7 +84,7 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 		return nil, err
 	}
 	s := string(ext)
-	if typedSendHeaders && !c.IsResponse() && isSendCode(c.Code) && binarySendExt(c, s) {
+	if typedHeaders && !c.IsResponse() && binaryTypedExt(c, s) {
 		return c, nil
 	}
 	c.ExtFields = make(map[string]string, n)
@@ -99,12 +99,15 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	return c, nil
 }
 
-// binarySendExt reads the ext entries of a send request (framing checked)
+// binaryTypedExt reads the ext entries of a request (framing checked)
 // into its typed header (c.Header) and the other fields (c.ExtFields),
-// as sendheader.go describes. It reports false, leaving c alone, when the
-// typed header would not be exact.
-func binarySendExt(c *Command, s string) bool {
-	d := &sendDecoder{short: shortSendCode(c.Code)}
+// as typedheader.go describes. It reports false, leaving c alone, when
+// the code has no typed header or it would not be exact.
+func binaryTypedExt(c *Command, s string) bool {
+	d := typedDecoder{h: newTypedHeader(c.Code)}
+	if d.h == nil {
+		return false
+	}
 	for i := 0; i < len(s); {
 		kl := int(s[i])<<8 | int(s[i+1])
 		k := s[i+2 : i+2+kl]
@@ -115,12 +118,7 @@ func binarySendExt(c *Command, s string) bool {
 		}
 		i += 4 + vl
 	}
-	h, ok := d.header()
-	if !ok {
-		return false
-	}
-	c.Header, c.ExtFields = h, d.other
-	return true
+	return d.done(c)
 }
 
 // countExtEntries checks the ext region's entry framing and counts the

@@ -25,14 +25,18 @@ type Command struct {
 	// ExtFields (whose keys must differ from its fields'): written
 	// straight into a ROCKETMQ binary header, encoded into a map for a
 	// JSON one. A command's ext fields are Header's plus ExtFields; Ext
-	// and Fields read both. DecodeFrame sets it for the send requests
-	// whose header it can type exactly (sendheader.go): their send fields
-	// are then not in ExtFields (nil when there are no others), so code
-	// that may see a decoded send reads its fields with
-	// DecodeSendRequest, Ext or Fields, not from ExtFields.
+	// and Fields read both. DecodeFrame sets it for the send and pull
+	// requests whose header it can type exactly (typedheader.go): their
+	// header fields are then not in ExtFields (nil when there are no
+	// others), so code that may see a decoded send or pull reads its
+	// fields with DecodeSendRequest, DecodePullRequest,
+	// DecodeRequestHeader, Ext or Fields, not from ExtFields.
 	Header        ExtAppender
 	Body          []byte
 	SerializeType byte // SerializeJSON or SerializeRocketMQ, used when encoding
+	// typedHeader: DecodeFrame set Header from the frame, exactly (so the
+	// Decode* functions may return it without checking it).
+	typedHeader bool
 }
 
 // NewRequest returns a request with the given code and ext fields (which

@@ -840,6 +840,77 @@ func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
 	return r.err
 }
 
+// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.
+func (h *PullMessageRequestHeader) AppendBinaryExt(dst []byte) []byte {
+	dst = appendExtInt(dst, "commitOffset", h.CommitOffset)
+	dst = appendExtString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = appendExtString(dst, "expressionType", h.ExpressionType)
+	dst = appendExtInt(dst, "maxMsgNums", int64(h.MaxMsgNums))
+	dst = appendExtInt(dst, "queueId", int64(h.QueueID))
+	dst = appendExtInt(dst, "queueOffset", h.QueueOffset)
+	dst = appendExtInt(dst, "subVersion", h.SubVersion)
+	dst = appendExtString(dst, "subscription", h.Subscription)
+	dst = appendExtInt(dst, "suspendTimeoutMillis", h.SuspendTimeoutMillis)
+	dst = appendExtInt(dst, "sysFlag", int64(h.SysFlag))
+	dst = appendExtString(dst, "topic", h.Topic)
+	return dst
+}
+
+// setExt implements typedHeader.
+func (h *PullMessageRequestHeader) setExt(k, v string) (uint64, bool) {
+	switch k {
+	case "consumerGroup":
+		h.ConsumerGroup = v
+		return 1 << 0, v != ""
+	case "topic":
+		h.Topic = v
+		return 1 << 1, v != ""
+	case "queueId":
+		x, ok := canonicalInt(v, 32)
+		h.QueueID = int32(x)
+		return 1 << 2, ok
+	case "queueOffset":
+		x, ok := canonicalInt(v, 64)
+		h.QueueOffset = x
+		return 1 << 3, ok
+	case "maxMsgNums":
+		x, ok := canonicalInt(v, 32)
+		h.MaxMsgNums = int32(x)
+		return 1 << 4, ok
+	case "sysFlag":
+		x, ok := canonicalInt(v, 32)
+		h.SysFlag = PullSysFlag(x)
+		return 1 << 5, ok
+	case "commitOffset":
+		x, ok := canonicalInt(v, 64)
+		h.CommitOffset = x
+		return 1 << 6, ok
+	case "suspendTimeoutMillis":
+		x, ok := canonicalInt(v, 64)
+		h.SuspendTimeoutMillis = x
+		return 1 << 7, ok
+	case "subscription":
+		h.Subscription = v
+		return 1 << 8, true
+	case "subVersion":
+		x, ok := canonicalInt(v, 64)
+		h.SubVersion = x
+		return 1 << 9, ok
+	case "expressionType":
+		h.ExpressionType = v
+		return 1 << 10, true
+	}
+	return 0, true
+}
+
+// typedDone implements typedHeader.
+func (h *PullMessageRequestHeader) typedDone(seen uint64) bool {
+	if seen&0x7ff != 0x7ff {
+		return false
+	}
+	return true
+}
+
 // Encode implements Header.
 func (h *PullMessageResponseHeader) Encode() map[string]string {
 	m := make(map[string]string, 4)
@@ -858,6 +929,15 @@ func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
 	h.MinOffset = r.i64("minOffset", true)
 	h.MaxOffset = r.i64("maxOffset", true)
 	return r.err
+}
+
+// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.
+func (h *PullMessageResponseHeader) AppendBinaryExt(dst []byte) []byte {
+	dst = appendExtInt(dst, "maxOffset", h.MaxOffset)
+	dst = appendExtInt(dst, "minOffset", h.MinOffset)
+	dst = appendExtInt(dst, "nextBeginOffset", h.NextBeginOffset)
+	dst = appendExtInt(dst, "suggestWhichBrokerId", h.SuggestWhichBrokerID)
+	return dst
 }
 
 // Encode implements Header.
@@ -904,6 +984,98 @@ func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
 	return r.err
 }
 
+// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.
+func (h *SendMessageRequestHeader) AppendBinaryExt(dst []byte) []byte {
+	dst = appendExtBool(dst, "batch", h.Batch)
+	if h.BrokerName != "" {
+		dst = appendExtString(dst, "bname", h.BrokerName)
+	}
+	dst = appendExtInt(dst, "bornTimestamp", h.BornTimestamp)
+	dst = appendExtString(dst, "defaultTopic", h.DefaultTopic)
+	dst = appendExtInt(dst, "defaultTopicQueueNums", int64(h.DefaultTopicQueueNums))
+	dst = appendExtInt(dst, "flag", int64(h.Flag))
+	if h.MaxReconsumeTimes >= 0 {
+		dst = appendExtInt(dst, "maxReconsumeTimes", int64(h.MaxReconsumeTimes))
+	}
+	dst = appendExtString(dst, "producerGroup", h.ProducerGroup)
+	dst = appendExtString(dst, "properties", h.Properties)
+	dst = appendExtInt(dst, "queueId", int64(h.QueueID))
+	dst = appendExtInt(dst, "reconsumeTimes", int64(h.ReconsumeTimes))
+	dst = appendExtInt(dst, "sysFlag", int64(h.SysFlag))
+	dst = appendExtString(dst, "topic", h.Topic)
+	dst = appendExtBool(dst, "unitMode", h.UnitMode)
+	return dst
+}
+
+// setExt implements typedHeader.
+func (h *SendMessageRequestHeader) setExt(k, v string) (uint64, bool) {
+	switch k {
+	case "producerGroup":
+		h.ProducerGroup = v
+		return 1 << 0, v != ""
+	case "topic":
+		h.Topic = v
+		return 1 << 1, v != ""
+	case "defaultTopic":
+		h.DefaultTopic = v
+		return 1 << 2, v != ""
+	case "defaultTopicQueueNums":
+		x, ok := canonicalInt(v, 32)
+		h.DefaultTopicQueueNums = int32(x)
+		return 1 << 3, ok
+	case "queueId":
+		x, ok := canonicalInt(v, 32)
+		h.QueueID = int32(x)
+		return 1 << 4, ok
+	case "sysFlag":
+		x, ok := canonicalInt(v, 32)
+		h.SysFlag = int32(x)
+		return 1 << 5, ok
+	case "bornTimestamp":
+		x, ok := canonicalInt(v, 64)
+		h.BornTimestamp = x
+		return 1 << 6, ok
+	case "flag":
+		x, ok := canonicalInt(v, 32)
+		h.Flag = int32(x)
+		return 1 << 7, ok
+	case "properties":
+		h.Properties = v
+		return 1 << 8, true
+	case "reconsumeTimes":
+		x, ok := canonicalInt(v, 32)
+		h.ReconsumeTimes = int32(x)
+		return 1 << 9, ok
+	case "unitMode":
+		x, ok := canonicalBool(v)
+		h.UnitMode = x
+		return 1 << 10, ok
+	case "maxReconsumeTimes":
+		x, ok := canonicalInt(v, 32)
+		h.MaxReconsumeTimes = int32(x)
+		return 1 << 11, ok && x >= 0
+	case "batch":
+		x, ok := canonicalBool(v)
+		h.Batch = x
+		return 1 << 12, ok
+	case "bname":
+		h.BrokerName = v
+		return 1 << 13, v != ""
+	}
+	return 0, true
+}
+
+// typedDone implements typedHeader.
+func (h *SendMessageRequestHeader) typedDone(seen uint64) bool {
+	if seen&0x17ff != 0x17ff {
+		return false
+	}
+	if seen&(1<<11) == 0 {
+		h.MaxReconsumeTimes = -1
+	}
+	return true
+}
+
 // Encode implements Header.
 func (h *SendMessageRequestHeaderV2) Encode() map[string]string {
 	m := make(map[string]string, 14)
@@ -948,6 +1120,98 @@ func (h *SendMessageRequestHeaderV2) Decode(ext map[string]string) error {
 	return r.err
 }
 
+// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.
+func (h *SendMessageRequestHeaderV2) AppendBinaryExt(dst []byte) []byte {
+	dst = appendExtString(dst, "a", h.ProducerGroup)
+	dst = appendExtString(dst, "b", h.Topic)
+	dst = appendExtString(dst, "c", h.DefaultTopic)
+	dst = appendExtInt(dst, "d", int64(h.DefaultTopicQueueNums))
+	dst = appendExtInt(dst, "e", int64(h.QueueID))
+	dst = appendExtInt(dst, "f", int64(h.SysFlag))
+	dst = appendExtInt(dst, "g", h.BornTimestamp)
+	dst = appendExtInt(dst, "h", int64(h.Flag))
+	dst = appendExtString(dst, "i", h.Properties)
+	dst = appendExtInt(dst, "j", int64(h.ReconsumeTimes))
+	dst = appendExtBool(dst, "k", h.UnitMode)
+	if h.MaxReconsumeTimes >= 0 {
+		dst = appendExtInt(dst, "l", int64(h.MaxReconsumeTimes))
+	}
+	dst = appendExtBool(dst, "m", h.Batch)
+	if h.BrokerName != "" {
+		dst = appendExtString(dst, "n", h.BrokerName)
+	}
+	return dst
+}
+
+// setExt implements typedHeader.
+func (h *SendMessageRequestHeaderV2) setExt(k, v string) (uint64, bool) {
+	switch k {
+	case "a":
+		h.ProducerGroup = v
+		return 1 << 0, v != ""
+	case "b":
+		h.Topic = v
+		return 1 << 1, v != ""
+	case "c":
+		h.DefaultTopic = v
+		return 1 << 2, v != ""
+	case "d":
+		x, ok := canonicalInt(v, 32)
+		h.DefaultTopicQueueNums = int32(x)
+		return 1 << 3, ok
+	case "e":
+		x, ok := canonicalInt(v, 32)
+		h.QueueID = int32(x)
+		return 1 << 4, ok
+	case "f":
+		x, ok := canonicalInt(v, 32)
+		h.SysFlag = int32(x)
+		return 1 << 5, ok
+	case "g":
+		x, ok := canonicalInt(v, 64)
+		h.BornTimestamp = x
+		return 1 << 6, ok
+	case "h":
+		x, ok := canonicalInt(v, 32)
+		h.Flag = int32(x)
+		return 1 << 7, ok
+	case "i":
+		h.Properties = v
+		return 1 << 8, true
+	case "j":
+		x, ok := canonicalInt(v, 32)
+		h.ReconsumeTimes = int32(x)
+		return 1 << 9, ok
+	case "k":
+		x, ok := canonicalBool(v)
+		h.UnitMode = x
+		return 1 << 10, ok
+	case "l":
+		x, ok := canonicalInt(v, 32)
+		h.MaxReconsumeTimes = int32(x)
+		return 1 << 11, ok && x >= 0
+	case "m":
+		x, ok := canonicalBool(v)
+		h.Batch = x
+		return 1 << 12, ok
+	case "n":
+		h.BrokerName = v
+		return 1 << 13, v != ""
+	}
+	return 0, true
+}
+
+// typedDone implements typedHeader.
+func (h *SendMessageRequestHeaderV2) typedDone(seen uint64) bool {
+	if seen&0x17ff != 0x17ff {
+		return false
+	}
+	if seen&(1<<11) == 0 {
+		h.MaxReconsumeTimes = -1
+	}
+	return true
+}
+
 // Encode implements Header.
 func (h *SendMessageResponseHeader) Encode() map[string]string {
 	m := make(map[string]string, 6)
@@ -974,6 +1238,21 @@ func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
 	h.MsgRegion = r.str("MSG_REGION", false)
 	h.TraceOn = r.bool("TRACE_ON", false)
 	return r.err
+}
+
+// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.
+func (h *SendMessageResponseHeader) AppendBinaryExt(dst []byte) []byte {
+	if h.MsgRegion != "" {
+		dst = appendExtString(dst, "MSG_REGION", h.MsgRegion)
+	}
+	dst = appendExtBool(dst, "TRACE_ON", h.TraceOn)
+	dst = appendExtString(dst, "msgId", h.MsgID)
+	dst = appendExtInt(dst, "queueId", int64(h.QueueID))
+	dst = appendExtInt(dst, "queueOffset", h.QueueOffset)
+	if h.TransactionID != "" {
+		dst = appendExtString(dst, "transactionId", h.TransactionID)
+	}
+	return dst
 }
 
 // Encode implements Header.

@@ -60,7 +60,7 @@ const (
 // PullMessageRequestHeader is the PULL_MESSAGE request. Required: every
 // field except subscription and expressionType.
 //
-//rmq:codec
+//rmq:codec typed
 type PullMessageRequestHeader struct {
 	ConsumerGroup        string      `rmq:"consumerGroup,required"`
 	Topic                string      `rmq:"topic,required"`
@@ -79,7 +79,7 @@ type PullMessageRequestHeader struct {
 // 19, 20 and 21. All fields are required: a client that misses
 // nextBeginOffset jumps back to offset 0.
 //
-//rmq:codec
+//rmq:codec append
 type PullMessageResponseHeader struct {
 	SuggestWhichBrokerID int64 `rmq:"suggestWhichBrokerId,required"`
 	NextBeginOffset      int64 `rmq:"nextBeginOffset,required"`

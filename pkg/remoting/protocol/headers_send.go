@@ -13,7 +13,7 @@ const (
 // defaultTopic, defaultTopicQueueNums, queueId, sysFlag, bornTimestamp,
 // flag.
 //
-//rmq:codec
+//rmq:codec typed
 type SendMessageRequestHeader struct {
 	ProducerGroup         string `rmq:"producerGroup,required,short=a"`
 	Topic                 string `rmq:"topic,required,short=b"`
@@ -50,7 +50,7 @@ func (h *SendMessageRequestHeader) V2() *SendMessageRequestHeaderV2 {
 //	i properties     j reconsumeTimes k unitMode      l maxReconsumeTimes
 //	m batch          n brokerName
 //
-//rmq:codec short
+//rmq:codec short typed
 type SendMessageRequestHeaderV2 SendMessageRequestHeader
 
 // V1 converts the header to its long-name form.
@@ -91,7 +91,7 @@ const (
 // comma-separated list for batches); rocketmq-client-go v2.1.2 parses it in
 // the transaction flow, so it must be the 32-hex IPv4 form there.
 //
-//rmq:codec
+//rmq:codec append
 type SendMessageResponseHeader struct {
 	MsgID         string `rmq:"msgId,required"`
 	QueueID       int32  `rmq:"queueId,required"`

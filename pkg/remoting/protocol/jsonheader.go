@@ -18,7 +18,7 @@ import (
 // malformed input); the caller then falls back to encoding/json, so the
 // result for every input is exactly what encoding/json gives.
 //
-// The header of a send request is typed on the way (sendheader.go) when
+// The header of a send or pull request is typed on the way (typedheader.go) when
 // "code" and "flag" come before "extFields", as the Go clients write
 // them; Java's fastjson writes "flag" after it, and those get the map.
 func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
@@ -81,9 +81,9 @@ func decodeJSONHeaderFast(hdr []byte) (c *Command, ok bool) {
 			if c.Header != nil {
 				return nil, false // a second extFields after a typed one: leave the merge to encoding/json
 			}
-			if typedSendHeaders && seen.code && seen.flag && !c.IsResponse() && isSendCode(c.Code) && c.ExtFields == nil {
+			if typedHeaders && seen.code && seen.flag && !c.IsResponse() && c.ExtFields == nil {
 				at := p.i
-				if p.sendExt(c) {
+				if p.typedExt(c) {
 					seen.typedCode, seen.typedFlag = c.Code, c.Flag
 					break
 				}
@@ -324,15 +324,16 @@ func (p *jsonScanner) ext(c *Command) bool {
 	}
 }
 
-// sendExt reads the extFields object of a send request into its typed
-// header (c.Header) and the other fields (c.ExtFields). It reports false
-// when the object is malformed or the typed header would not be exact;
-// the caller then reads the object again into a map.
-func (p *jsonScanner) sendExt(c *Command) bool {
-	if !p.consume('{') {
+// typedExt reads the extFields object of a request into its typed header
+// (c.Header) and the other fields (c.ExtFields). It reports false when
+// the code has no typed header, the object is malformed or the typed
+// header would not be exact; the caller then reads the object again into
+// a map.
+func (p *jsonScanner) typedExt(c *Command) bool {
+	d := typedDecoder{h: newTypedHeader(c.Code)}
+	if d.h == nil || !p.consume('{') {
 		return false
 	}
-	d := &sendDecoder{short: shortSendCode(c.Code)}
 	if !p.peekIs('}') {
 		for {
 			k, ok := p.str()
@@ -352,10 +353,5 @@ func (p *jsonScanner) sendExt(c *Command) bool {
 	if !p.consume('}') {
 		return false
 	}
-	h, ok := d.header()
-	if !ok {
-		return false
-	}
-	c.Header, c.ExtFields = h, d.other
-	return true
+	return d.done(c)
 }

@@ -35,14 +35,14 @@ func checkFastJSON(t *testing.T, hdr []byte) (fast bool) {
 	return true
 }
 
-// asMap returns c with all its ext fields in ExtFields: a send header the
+// asMap returns c with all its ext fields in ExtFields: a header the
 // decoder typed (Command.Header) encoded into the map encoding/json gives.
 func asMap(c *Command) *Command {
 	if c.Header == nil {
 		return c
 	}
 	m := *c
-	m.ExtFields, m.Header = c.Fields(), nil
+	m.ExtFields, m.Header, m.typedHeader = c.Fields(), nil, false
 	return &m
 }
 

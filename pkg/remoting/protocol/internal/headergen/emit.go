@@ -6,7 +6,9 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // run generates dir/out from the other files of dir.
@@ -34,6 +36,13 @@ func generate(dir, out string) ([]byte, error) {
 	for _, h := range hs {
 		emitEncode(&b, h)
 		emitDecode(&b, h)
+		if h.append {
+			emitAppend(&b, h)
+		}
+		if h.typed {
+			emitSetExt(&b, h)
+			emitTypedDone(&b, h)
+		}
 	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
@@ -67,6 +76,117 @@ func emitDecode(b *bytes.Buffer, h header) {
 		return
 	}
 	b.WriteString("\treturn r.err\n}\n")
+}
+
+// emitAppend writes AppendBinaryExt: Encode's entries sorted by key.
+func emitAppend(b *bytes.Buffer, h header) {
+	fmt.Fprintf(b, "\n// AppendBinaryExt implements ExtAppender: Encode's entries, sorted by key.\nfunc (h *%s) AppendBinaryExt(dst []byte) []byte {\n", h.name)
+	fs := slices.Clone(h.fields)
+	slices.SortStableFunc(fs, func(a, b field) int { return strings.Compare(a.key, b.key) })
+	for _, f := range fs {
+		v := "h." + f.path
+		var call string
+		switch f.kind {
+		case "string":
+			call = fmt.Sprintf("appendExtString(dst, %s, %s)", strconv.Quote(f.key), v)
+		case "bool":
+			call = fmt.Sprintf("appendExtBool(dst, %s, %s)", strconv.Quote(f.key), v)
+		default:
+			if f.kind != "int64" || f.conv != "" {
+				v = "int64(" + v + ")"
+			}
+			call = fmt.Sprintf("appendExtInt(dst, %s, %s)", strconv.Quote(f.key), v)
+		}
+		if cond := f.writeIf(); cond != "" {
+			fmt.Fprintf(b, "\tif %s {\n\t\tdst = %s\n\t}\n", cond, call)
+		} else {
+			fmt.Fprintf(b, "\tdst = %s\n", call)
+		}
+	}
+	b.WriteString("\treturn dst\n}\n")
+}
+
+// emitSetExt writes setExt: one received ext field into the header. It
+// returns the field's bit (its index in declaration order; 0 for a key
+// that is not the header's) and whether the value is one Encode would
+// write back exactly and Decode would accept.
+func emitSetExt(b *bytes.Buffer, h header) {
+	fmt.Fprintf(b, "\n// setExt implements typedHeader.\nfunc (h *%s) setExt(k, v string) (uint64, bool) {\n\tswitch k {\n", h.name)
+	for i, f := range h.fields {
+		fmt.Fprintf(b, "\tcase %s:\n", strconv.Quote(f.key))
+		dst := "h." + f.path
+		switch f.kind {
+		case "string":
+			fmt.Fprintf(b, "\t\t%s = v\n", dst)
+			ok := "true"
+			if f.required || f.omit == "omitempty" {
+				ok = `v != ""`
+			}
+			fmt.Fprintf(b, "\t\treturn 1 << %d, %s\n", i, ok)
+		case "bool":
+			fmt.Fprintf(b, "\t\tx, ok := canonicalBool(v)\n\t\t%s = x\n", dst)
+			ok := "ok"
+			if f.omit == "omitempty" {
+				ok = "ok && x"
+			}
+			fmt.Fprintf(b, "\t\treturn 1 << %d, %s\n", i, ok)
+		default:
+			bits := strings.TrimPrefix(f.kind, "int")
+			conv := f.kind
+			if f.conv != "" {
+				conv = f.conv
+			}
+			x := conv + "(x)"
+			if conv == "int64" {
+				x = "x"
+			}
+			fmt.Fprintf(b, "\t\tx, ok := canonicalInt(v, %s)\n\t\t%s = %s\n", bits, dst, x)
+			ok := "ok"
+			switch f.omit {
+			case "omitempty":
+				ok = "ok && x != 0"
+			case "positive":
+				ok = "ok && x > 0"
+			case "nullneg":
+				ok = "ok && x >= 0"
+			case "nullid":
+				ok = "ok && x != NoBrokerID"
+			}
+			fmt.Fprintf(b, "\t\treturn 1 << %d, %s\n", i, ok)
+		}
+	}
+	b.WriteString("\t}\n\treturn 0, true\n}\n")
+}
+
+// emitTypedDone writes typedDone: after the last field, whether every
+// field Encode always writes was received, with the values of the absent
+// fields Decode gives them, and validate's verdict.
+func emitTypedDone(b *bytes.Buffer, h header) {
+	var always uint64
+	for i, f := range h.fields {
+		if f.omit == "" {
+			always |= 1 << i
+		}
+	}
+	fmt.Fprintf(b, "\n// typedDone implements typedHeader.\nfunc (h *%s) typedDone(seen uint64) bool {\n", h.name)
+	fmt.Fprintf(b, "\tif seen&%#x != %#x {\n\t\treturn false\n\t}\n", always, always)
+	for i, f := range h.fields {
+		var absent string
+		switch f.omit {
+		case "nullneg":
+			absent = "-1"
+		case "nullid":
+			absent = "NoBrokerID"
+		default:
+			continue
+		}
+		fmt.Fprintf(b, "\tif seen&(1<<%d) == 0 {\n\t\th.%s = %s\n\t}\n", i, f.path, absent)
+	}
+	if h.validate {
+		b.WriteString("\treturn h.validate() == nil\n}\n")
+		return
+	}
+	b.WriteString("\treturn true\n}\n")
 }
 
 // format is the expression that renders the field as its ext value.

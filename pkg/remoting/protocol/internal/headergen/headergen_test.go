@@ -78,6 +78,61 @@ func (h *H) validate() error { return nil }
 	}
 }
 
+// TestGenerateTyped: "typed" adds AppendBinaryExt (entries sorted by
+// key, under Encode's conditions), setExt (each field's bit and the check
+// that Encode would write the value back) and typedDone (the fields
+// always written, the absent values Decode gives, validate).
+func TestGenerateTyped(t *testing.T) {
+	out, err := genSrc(t, `
+type Flag int32
+
+//rmq:codec typed
+type H struct {
+	Z string `+"`rmq:\"z,required\"`"+`
+	B Flag   `+"`rmq:\"b,omitempty\"`"+`
+	C int32  `+"`rmq:\"c,nullneg\"`"+`
+	D int64  `+"`rmq:\"d,nullid\"`"+`
+	E bool   `+"`rmq:\"e\"`"+`
+	F int64  `+"`rmq:\"f,positive\"`"+`
+	G string `+"`rmq:\"g\"`"+`
+}
+
+//rmq:codec append
+type R struct {
+	A int64 `+"`rmq:\"a\"`"+`
+}
+
+func (h *H) validate() error { return nil }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"func (h *H) AppendBinaryExt(dst []byte) []byte {\n\tif h.B != 0 {\n\t\tdst = appendExtInt(dst, \"b\", int64(h.B))",
+		"\tdst = appendExtBool(dst, \"e\", h.E)\n\tif h.F > 0 {",
+		"\tdst = appendExtString(dst, \"g\", h.G)\n\tdst = appendExtString(dst, \"z\", h.Z)\n\treturn dst",
+		"case \"z\":\n\t\th.Z = v\n\t\treturn 1 << 0, v != \"\"",
+		"h.B = Flag(x)\n\t\treturn 1 << 1, ok && x != 0",
+		"return 1 << 2, ok && x >= 0",
+		"h.D = x\n\t\treturn 1 << 3, ok && x != NoBrokerID",
+		"x, ok := canonicalBool(v)\n\t\th.E = x\n\t\treturn 1 << 4, ok",
+		"return 1 << 5, ok && x > 0",
+		"h.G = v\n\t\treturn 1 << 6, true",
+		"if seen&0x51 != 0x51 {",
+		"if seen&(1<<2) == 0 {\n\t\th.C = -1",
+		"if seen&(1<<3) == 0 {\n\t\th.D = NoBrokerID",
+		"return h.validate() == nil",
+		"func (h *R) AppendBinaryExt(dst []byte) []byte {\n\tdst = appendExtInt(dst, \"a\", h.A)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("generated code lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "func (h *R) setExt") {
+		t.Errorf("setExt generated for an append-only codec:\n%s", out)
+	}
+}
+
 func TestGenerateRejects(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -95,6 +150,7 @@ func TestGenerateRejects(t *testing.T) {
 		{"not a struct", "//rmq:codec\ntype H int32", "not a struct"},
 		{"no fields", "//rmq:codec\ntype H struct{}", "no fields"},
 		{"embedded foreign type", "//rmq:codec\ntype H struct{ error }", "embedded field"},
+		{"unknown directive word", "//rmq:codec fast\ntype H struct{ A string `rmq:\"a\"` }", "unknown //rmq:codec word"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,8 @@ type header struct {
 	name     string
 	fields   []field
 	validate bool // the type has a validate() error method
+	append   bool // generate AppendBinaryExt ("append" or "typed")
+	typed    bool // generate setExt and typedDone ("typed")
 }
 
 // field is one wire field of a header.
@@ -39,8 +41,9 @@ type pkg struct {
 }
 
 type codec struct {
-	spec  *ast.TypeSpec
-	short bool
+	spec                 *ast.TypeSpec
+	short, append, typed bool
+	err                  error // an unknown directive word
 }
 
 // load parses the non-test Go files of dir, except skip.
@@ -83,8 +86,9 @@ func (p *pkg) addFile(f *ast.File) {
 				if doc == nil && len(d.Specs) == 1 {
 					doc = d.Doc
 				}
-				if ok, short := directive(doc); ok {
-					p.codecs = append(p.codecs, codec{spec: ts, short: short})
+				if c, ok := directive(doc); ok {
+					c.spec = ts
+					p.codecs = append(p.codecs, c)
 				}
 			}
 		}
@@ -101,17 +105,33 @@ func recvName(e ast.Expr) string {
 	return ""
 }
 
-// directive reports whether doc holds //rmq:codec and with "short".
-func directive(doc *ast.CommentGroup) (ok, short bool) {
+// directive reports whether doc holds //rmq:codec, and its words:
+// short, append, typed (typed implies append).
+func directive(doc *ast.CommentGroup) (codec, bool) {
+	var c codec
 	if doc == nil {
-		return false, false
+		return c, false
 	}
-	for _, c := range doc.List {
-		if rest, found := strings.CutPrefix(c.Text, "//rmq:codec"); found {
-			return true, strings.TrimSpace(rest) == "short"
+	for _, l := range doc.List {
+		rest, found := strings.CutPrefix(l.Text, "//rmq:codec")
+		if !found || rest != "" && rest[0] != ' ' {
+			continue
 		}
+		for _, w := range strings.Fields(rest) {
+			switch w {
+			case "short":
+				c.short = true
+			case "append":
+				c.append = true
+			case "typed":
+				c.append, c.typed = true, true
+			default:
+				c.err = fmt.Errorf("unknown //rmq:codec word %q", w)
+			}
+		}
+		return c, true
 	}
-	return false, false
+	return c, false
 }
 
 // headers builds the model of every //rmq:codec type.
@@ -119,6 +139,9 @@ func (p *pkg) headers() ([]header, error) {
 	var hs []header
 	for _, c := range p.codecs {
 		name := c.spec.Name.Name
+		if c.err != nil {
+			return nil, fmt.Errorf("%s: %w", name, c.err)
+		}
 		st, err := p.structOf(c.spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -130,7 +153,10 @@ func (p *pkg) headers() ([]header, error) {
 		if len(fs) == 0 {
 			return nil, fmt.Errorf("%s: no fields", name)
 		}
-		hs = append(hs, header{name: name, fields: fs, validate: p.methods[name+".validate"]})
+		if c.typed && len(fs) > 64 {
+			return nil, fmt.Errorf("%s: typed decoding takes at most 64 fields, not %d", name, len(fs))
+		}
+		hs = append(hs, header{name: name, fields: fs, validate: p.methods[name+".validate"], append: c.append, typed: c.typed})
 	}
 	return hs, nil
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,20 +9,21 @@ import (
 	"testing"
 )
 
-// decodeMapPath is DecodeFrame without the typed send headers: the
+// decodeMapPath is DecodeFrame without the typed request headers: the
 // reference the typed decoding must agree with.
 func decodeMapPath(frame []byte) (*Command, error) {
-	saved := typedSendHeaders
-	typedSendHeaders = false
-	defer func() { typedSendHeaders = saved }()
+	saved := typedHeaders
+	typedHeaders = false
+	defer func() { typedHeaders = saved }()
 	return DecodeFrame(frame)
 }
 
-// checkTypedSend fails unless DecodeFrame of frame gives what the map path
+// checkTyped fails unless DecodeFrame of frame gives what the map path
 // gives: the same command with all its fields (Fields), and from
-// DecodeSendRequest the same header or error as DecodeSendHeader of the
-// map. It reports whether the send header was typed.
-func checkTypedSend(t *testing.T, frame []byte) (typed bool) {
+// DecodeSendRequest (send codes) or DecodePullRequest (PULL_MESSAGE) the
+// same header or error as the header's Decode of the map. It reports
+// whether the header was typed.
+func checkTyped(t *testing.T, frame []byte) (typed bool) {
 	t.Helper()
 	got, err := DecodeFrame(frame)
 	want, werr := decodeMapPath(frame)
@@ -31,22 +33,32 @@ func checkTypedSend(t *testing.T, frame []byte) (typed bool) {
 	if err != nil {
 		return false
 	}
-	if want.Header != nil {
+	if want.Header != nil || want.typedHeader {
 		t.Fatalf("map path typed the header: %#v", want)
 	}
 	if !reflect.DeepEqual(asMap(got), want) {
 		t.Fatalf("%q:\n typed %#v\n map   %#v", frame, asMap(got), want)
 	}
-	if got.Header != nil && !isSendCode(got.Code) {
-		t.Fatalf("code %d typed as a send: %#v", got.Code, got)
+	if got.Header != nil && newTypedHeader(got.Code) == nil {
+		t.Fatalf("code %d typed: %#v", got.Code, got)
 	}
-	if !isSendCode(want.Code) {
+	var gh, wh any
+	var gerr, werr2 error
+	switch {
+	case got.Code == PullMessage:
+		gh, gerr = DecodePullRequest(got)
+		var h PullMessageRequestHeader
+		if werr2 = h.Decode(want.ExtFields); werr2 == nil {
+			wh = &h
+		}
+	case newTypedHeader(got.Code) != nil:
+		gh, gerr = DecodeSendRequest(got)
+		wh, werr2 = DecodeSendHeader(want.Code, want.ExtFields)
+	default:
 		return false
 	}
-	gh, gerr := DecodeSendRequest(got)
-	wh, werr := DecodeSendHeader(want.Code, want.ExtFields)
-	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
-		t.Fatalf("%q: DecodeSendRequest error %v, DecodeSendHeader %v", frame, gerr, werr)
+	if (gerr == nil) != (werr2 == nil) || gerr != nil && gerr.Error() != werr2.Error() {
+		t.Fatalf("%q: typed header error %v, map's %v", frame, gerr, werr2)
 	}
 	if gerr == nil && !reflect.DeepEqual(gh, wh) {
 		t.Fatalf("%q:\n typed header %+v\n map header   %+v", frame, gh, wh)
@@ -104,19 +116,75 @@ func TestTypedSendHeaderJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := checkTypedSend(t, jsonFrame(tc.hdr, []byte("body"))); got != tc.typed {
+			if got := checkTyped(t, jsonFrame(tc.hdr, []byte("body"))); got != tc.typed {
 				t.Errorf("typed %v, want %v", got, tc.typed)
 			}
 		})
 	}
 }
 
-// TestTypedSendHeaderFrames: the official client's recorded sends and the
-// binary sends pkg/mqclient writes are typed; everything recorded decodes
-// as with the map.
+// officialPullJSON is the official client's PULL_MESSAGE header
+// (testdata/client-v2.1.2/11-pull.bin).
+const officialPullJSON = `{"code":11,"language":"GO","version":317,"opaque":10,"flag":0,"remark":"","extFields":{"queueOffset":"0",` +
+	`"maxMsgNums":"32","sysFlag":"2","commitOffset":"-1","suspendTimeoutMillis":"20000","subVersion":"0","expressionType":"TAG",` +
+	`"consumerGroup":"cg","queueId":"0","subscription":"","topic":"%RETRY%cg"}}`
+
+func TestTypedPullHeaderJSON(t *testing.T) {
+	tests := []struct {
+		name  string
+		hdr   string
+		typed bool
+	}{
+		{"official client", officialPullJSON, true},
+		{"ACL fields kept beside", strings.Replace(officialPullJSON, `"queueOffset"`, `"AccessKey":"ak","Signature":"s=","queueOffset"`, 1), true},
+		{"subscription set", strings.Replace(officialPullJSON, `"subscription":""`, `"subscription":"TagA || TagB"`, 1), true},
+		{"subscription absent", strings.Replace(officialPullJSON, `,"subscription":""`, ``, 1), false},
+		{"expressionType absent", strings.Replace(officialPullJSON, `"expressionType":"TAG",`, ``, 1), false},
+		{"required empty", strings.Replace(officialPullJSON, `"consumerGroup":"cg"`, `"consumerGroup":""`, 1), false},
+		{"required absent", strings.Replace(officialPullJSON, `"subVersion":"0",`, ``, 1), false},
+		{"plus sign", strings.Replace(officialPullJSON, `"sysFlag":"2"`, `"sysFlag":"+2"`, 1), false},
+		{"minus zero", strings.Replace(officialPullJSON, `"queueOffset":"0"`, `"queueOffset":"-0"`, 1), false},
+		{"int32 overflow", strings.Replace(officialPullJSON, `"maxMsgNums":"32"`, `"maxMsgNums":"4294967296"`, 1), false},
+		{"int64 extreme", strings.Replace(officialPullJSON, `"commitOffset":"-1"`, `"commitOffset":"-9223372036854775808"`, 1), true},
+		{"duplicate field", strings.Replace(officialPullJSON, `"topic":"%RETRY%cg"`, `"topic":"a","topic":"%RETRY%cg"`, 1), false},
+		{"response flag", strings.Replace(officialPullJSON, `"flag":0`, `"flag":1`, 1), false},
+		{"send field names", strings.Replace(officialPullJSON, `"code":11`, `"code":10`, 1), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkTyped(t, jsonFrame(tc.hdr, []byte("body"))); got != tc.typed {
+				t.Errorf("typed %v, want %v", got, tc.typed)
+			}
+		})
+	}
+}
+
+// TestDecodeRequestHeaderBuiltHeader: a header a caller put in Command
+// (not typed by DecodeFrame) is decoded from its fields, as Decode of
+// the map would, so an invalid one is refused the same way.
+func TestDecodeRequestHeaderBuiltHeader(t *testing.T) {
+	bad := NewTypedRequest(PullMessage, &PullMessageRequestHeader{Topic: "t"}, nil)
+	if _, err := DecodePullRequest(bad); !errors.Is(err, ErrMissingField) {
+		t.Errorf("pull without consumerGroup: %v, want ErrMissingField", err)
+	}
+	send := NewTypedRequest(SendMessage, &SendMessageRequestHeader{ProducerGroup: "p", Topic: "t"}, nil)
+	if _, err := DecodeSendRequest(send); !errors.Is(err, ErrMissingField) {
+		t.Errorf("send without defaultTopic: %v, want ErrMissingField", err)
+	}
+	good := &PullMessageRequestHeader{ConsumerGroup: "g", Topic: "t", MaxMsgNums: 32, Subscription: "*"}
+	h, err := DecodePullRequest(NewTypedRequest(PullMessage, good, nil))
+	if err != nil || !reflect.DeepEqual(h, good) || h == good {
+		t.Errorf("built pull header: %+v %v (same pointer %v)", h, err, h == good)
+	}
+}
+
+// TestTypedSendHeaderFrames: the official client's recorded sends and
+// pulls and the binary ones pkg/mqclient writes are typed; everything
+// recorded decodes as with the map.
 func TestTypedSendHeaderFrames(t *testing.T) {
 	typed := map[string]bool{"10-send-message": true, "10-send-message-half": true, "320-send-batch-message": true,
-		"324-send-reply-message": true, "send_v2_request_binary": true, "tide_stamped_send_request": true}
+		"324-send-reply-message": true, "send_v2_request_binary": true, "tide_stamped_send_request": true,
+		"11-pull": true, "pull_request_binary": true, "pull_request_json": true}
 	files, _ := filepath.Glob(filepath.Join(goldenDir, "*.bin"))
 	frames, _ := filepath.Glob(filepath.Join("testdata", "frames", "*.bin"))
 	for _, f := range append(files, frames...) {
@@ -125,16 +193,16 @@ func TestTypedSendHeaderFrames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := checkTypedSend(t, raw[4:]); got != typed[name] {
+		if got := checkTyped(t, raw[4:]); got != typed[name] {
 			t.Errorf("%s: typed %v, want %v", name, got, typed[name])
 		}
 	}
 }
 
-// TestTypedSendHeaderBinary: ROCKETMQ headers of every send code, typed
-// and re-encoded.
+// TestTypedSendHeaderBinary: ROCKETMQ and JSON headers of every typed
+// code, typed (when the header is the code's type) and re-encoded.
 func TestTypedSendHeaderBinary(t *testing.T) {
-	for _, code := range []int16{SendMessage, SendMessageV2, SendBatchMessage, SendReplyMessage, SendReplyMessageV2} {
+	for _, code := range []int16{SendMessage, SendMessageV2, SendBatchMessage, SendReplyMessage, SendReplyMessageV2, PullMessage} {
 		for _, tt := range extAppenderCases() {
 			for _, st := range []byte{SerializeRocketMQ, SerializeJSON} {
 				c := &Command{Code: code, Language: LangGo, Version: Version, Opaque: 3, Header: tt.h, SerializeType: st,
@@ -143,10 +211,8 @@ func TestTypedSendHeaderBinary(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				typed := checkTypedSend(t, frame[4:])
-				_, v1 := tt.h.(*SendMessageRequestHeader)
-				_, v2 := tt.h.(*SendMessageRequestHeaderV2)
-				if want := v1 && !shortSendCode(code) || v2 && shortSendCode(code); typed != want {
+				typed := checkTyped(t, frame[4:])
+				if want := reflect.TypeOf(tt.h) == reflect.TypeOf(newTypedHeader(code)); typed != want {
 					t.Errorf("code %d, %s, type %d: typed %v, want %v", code, tt.name, st, typed, want)
 				}
 			}
@@ -186,8 +252,18 @@ func FuzzTypedSendHeader(f *testing.F) {
 			f.Add(frame[4:])
 		}
 	}
+	for _, tt := range extAppenderCases()[6:8] { // pulls
+		c := &Command{Code: PullMessage, Language: LangGo, Version: Version, Header: tt.h, SerializeType: SerializeRocketMQ}
+		frame, err := c.Encode()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(frame[4:])
+	}
+	f.Add(jsonFrame(officialPullJSON, nil))
+	f.Add(jsonFrame(strings.Replace(officialPullJSON, `"sysFlag":"2"`, `"sysFlag":"02"`, 1), nil))
 	files, _ := filepath.Glob(filepath.Join(goldenDir, "1*-send-*.bin"))
-	for _, p := range append(files, filepath.Join(goldenDir, "320-send-batch-message.bin")) {
+	for _, p := range append(files, filepath.Join(goldenDir, "320-send-batch-message.bin"), filepath.Join(goldenDir, "11-pull.bin")) {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -195,21 +271,6 @@ func FuzzTypedSendHeader(f *testing.F) {
 		f.Add(raw[4:])
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		checkTypedSend(t, frame)
+		checkTyped(t, frame)
 	})
-}
-
-// TestSendFieldNames: the decoder's key lookup and the appenders' key
-// tables name the same fields.
-func TestSendFieldNames(t *testing.T) {
-	for f := 0; f < sendFieldCount; f++ {
-		long := &sendDecoder{}
-		short := &sendDecoder{short: true}
-		if got := long.field(longSendKeys[f]); got != f {
-			t.Errorf("long key %q: field %d, want %d", longSendKeys[f], got, f)
-		}
-		if got := short.field(shortSendKeys[f]); got != f {
-			t.Errorf("short key %q: field %d, want %d", shortSendKeys[f], got, f)
-		}
-	}
 }
