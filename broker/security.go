@@ -211,8 +211,10 @@ func (b *Broker) checkACL(_ context.Context, c *remoting.Conn, req *protocol.Com
 	if !ok {
 		return b.errorResponse(c, req, protocol.NoPermission, "%v: request code %d has no access rule in this broker", acl.ErrDenied, req.Code)
 	}
-	// Fields: a signature covers every field, a typed send header's too.
-	r := acl.Request{Code: req.Code, Ext: req.Fields(), Body: req.Body, Remote: remoteIP(c.RemoteAddr()), Admin: rule.admin}
+	// A signature covers every field, a typed send or pull header's too:
+	// Check signs the header's fields from the header, without a map.
+	r := acl.Request{Code: req.Code, Ext: req.ExtFields, Header: req.Header, Body: req.Body, Remote: remoteIP(c.RemoteAddr()),
+		Admin: rule.admin}
 	var badHeader error
 	if rule.resources != nil {
 		res, admin, err := rule.resources(req)

@@ -29,8 +29,13 @@ var ErrDenied = errors.New("acl: access denied")
 // about which field names the topic).
 type Request struct {
 	Code int16
-	Ext  map[string]string
-	Body []byte
+	// Ext, Header and Body are the request's ext fields and body, as in
+	// protocol.Command: its fields are Header's (a header the frame
+	// decoder typed, or nil) plus Ext. The signature covers both, and is
+	// checked without building them into one map.
+	Ext    map[string]string
+	Header protocol.ExtAppender
+	Body   []byte
 	// Remote is the client's IP address (invalid if unknown: then only
 	// "*" whitelists match).
 	Remote netip.Addr
@@ -82,8 +87,9 @@ func (c *Config) Check(r Request) error {
 	if c.globallyWhite(r.Remote) {
 		return nil
 	}
-	ak, ok := r.Ext[FieldAccessKey]
-	if !ok || ak == "" {
+	rc := r.command()
+	ak, _ := rc.Field(FieldAccessKey)
+	if ak == "" {
 		return deny("No accessKey is configured (request code %d from %v carries no AccessKey)", r.Code, r.Remote)
 	}
 	a := c.accounts[ak]
@@ -161,20 +167,33 @@ func describe(name string) string {
 	return "topic=" + name
 }
 
+// command is r's fields and body as a protocol.Command, to read them.
+func (r *Request) command() protocol.Command {
+	return protocol.Command{ExtFields: r.Ext, Header: r.Header, Body: r.Body}
+}
+
 // verify checks the Signature field. The content is the values of every
-// other ext field sorted by key, followed by the body. rocketmq-client-go
-// leaves SecurityToken out of what it signs while Java includes it, so
-// both are accepted.
+// other ext field sorted by key, followed by the body (AclUtils'
+// combineRequestContent; RocketMQ leaves _UNIQUE_KEY_QUERY out). A typed
+// header's fields are signed from the header, without a map.
+// rocketmq-client-go leaves SecurityToken out of what it signs while Java
+// includes it, so both are accepted.
 func verify(r Request, secret []byte) bool {
-	sig, err := base64.StdEncoding.DecodeString(r.Ext[FieldSignature])
-	if err != nil || len(sig) == 0 {
+	c := r.command()
+	text, _ := c.Field(FieldSignature)
+	var sig [64]byte // an HMAC-SHA1 is 20 bytes; anything longer cannot match
+	if base64.StdEncoding.DecodedLen(len(text)) > len(sig) {
 		return false
 	}
-	if hmac.Equal(sig, mac(r.Ext, r.Body, secret, "")) {
+	n, err := base64.StdEncoding.Decode(sig[:], []byte(text))
+	if err != nil || n == 0 {
+		return false
+	}
+	if hmac.Equal(sig[:n], c.FieldsMAC(secret, uniqueKeyQuery, "")) {
 		return true
 	}
-	_, hasToken := r.Ext[FieldSecurityToken]
-	return hasToken && hmac.Equal(sig, mac(r.Ext, r.Body, secret, FieldSecurityToken))
+	_, hasToken := c.Field(FieldSecurityToken)
+	return hasToken && hmac.Equal(sig[:n], c.FieldsMAC(secret, uniqueKeyQuery, FieldSecurityToken))
 }
 
 func mac(ext map[string]string, body, secret []byte, skip string) []byte {

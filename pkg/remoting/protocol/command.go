@@ -100,12 +100,14 @@ func (c *Command) Ext(k string) string {
 	if v, ok := c.ExtFields[k]; ok || c.Header == nil {
 		return v
 	}
-	return headerField(c.Header, k)
+	v, _ := headerField(c.Header, k)
+	return v
 }
 
-// headerField returns the value of h's ext entry k ("" when none), read
-// from the entries AppendBinaryExt writes (the same as Encode's map).
-func headerField(h ExtAppender, k string) string {
+// headerField returns the value of h's ext entry k and whether it has
+// one, read from the entries AppendBinaryExt writes (the same as Encode's
+// map).
+func headerField(h ExtAppender, k string) (string, bool) {
 	var buf [256]byte
 	e := h.AppendBinaryExt(buf[:0])
 	for i := 0; i < len(e); {
@@ -114,11 +116,11 @@ func headerField(h ExtAppender, k string) string {
 		i += 2 + kl
 		vl := int(binary.BigEndian.Uint32(e[i:]))
 		if string(key) == k {
-			return string(e[i+4 : i+4+vl])
+			return string(e[i+4 : i+4+vl]), true
 		}
 		i += 4 + vl
 	}
-	return ""
+	return "", false
 }
 
 // SetExt sets ext field k, allocating the map when needed.

@@ -50,6 +50,17 @@ func TestSign(t *testing.T) {
 			}
 		})
 	}
+	// FieldsMAC merges a typed header's entries with ExtFields, whose
+	// value wins on a clash (as in Fields), and leaves out skipped keys of
+	// either.
+	typed := NewTypedRequest(PullMessage, &PullMessageResponseHeader{MaxOffset: 1, MinOffset: 2, NextBeginOffset: 3,
+		SuggestWhichBrokerID: 4}, []byte("b"))
+	typed.ExtFields = map[string]string{"minOffset": "X", "a": "A", "n": "N", "zz": "Z", ExtSignature: "S"}
+	h0 := hmac.New(sha1.New, []byte("s"))
+	h0.Write([]byte("A" + "1" + "X" + "N" + "Z" + "b")) // a maxOffset minOffset n zz (nextBeginOffset skipped)
+	if got := typed.FieldsMAC([]byte("s"), "nextBeginOffset", "suggestWhichBrokerId"); !hmac.Equal(got, h0.Sum(nil)) {
+		t.Fatal("FieldsMAC: wrong content")
+	}
 	mac := SignatureMAC(map[string]string{"a": "1", "skip": "2"}, nil, []byte("s"), "skip")
 	h := hmac.New(sha1.New, []byte("s"))
 	h.Write([]byte("1"))

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"crypto/hmac"
 	"errors"
 	"os"
 	"path/filepath"
@@ -41,6 +42,19 @@ func checkTyped(t *testing.T, frame []byte) (typed bool) {
 	}
 	if got.Header != nil && newTypedHeader(got.Code) == nil {
 		t.Fatalf("code %d typed: %#v", got.Code, got)
+	}
+	// The ACL signs and reads a typed command without its map.
+	for _, skip := range [][]string{nil, {"_UNIQUE_KEY_QUERY", ""}, {"topic", "b", ExtAccessKey, "zz"}} {
+		if !hmac.Equal(got.FieldsMAC([]byte("sk"), skip...), SignatureMAC(want.ExtFields, want.Body, []byte("sk"), skip...)) {
+			t.Fatalf("%q: FieldsMAC (skip %q) differs from SignatureMAC of the map", frame, skip)
+		}
+	}
+	for _, k := range []string{ExtAccessKey, ExtSignature, "topic", "b", "queueId", ""} {
+		gv, gok := got.Field(k)
+		wv, wok := want.ExtFields[k]
+		if gv != wv || gok != wok {
+			t.Fatalf("%q: Field(%q) = %q %v, map %q %v", frame, k, gv, gok, wv, wok)
+		}
 	}
 	var gh, wh any
 	var gerr, werr2 error
