@@ -16,7 +16,13 @@ import (
 // The dispatcher (RocketMQ's ReputMessageService) follows the commit log
 // from reputFrom and, for each record, writes its consume-queue unit,
 // indexes its keys and calls the dispatch listener. It is woken by every
-// append and also polls, so a lost wake-up only delays it.
+// append and also polls, so a lost wake-up only delays it. Wake-ups
+// coalesce: the appender's signal is a non-blocking send on a 1-slot
+// channel, and each pass dispatches everything written when it looks, so
+// appends made during a pass cost one more pass, not one each. A pass
+// allocates nothing per record: one RecordView (Store.view) serves every
+// record, which is why the hooks must not retain it, and the channel
+// WaitDispatched waits on is replaced only when someone waited on it.
 
 func (s *Store) wakeDispatcher() {
 	select {
@@ -69,7 +75,9 @@ func (s *Store) dispatchAvailable() {
 			}
 			pos := 0
 			for pos < len(b) {
-				v, err := protocol.ViewRecord(b[pos:], false)
+				v := &s.view // one view for every record: hooks do not retain it
+				var err error
+				*v, err = protocol.ViewRecord(b[pos:], false)
 				if errors.Is(err, protocol.ErrBlank) {
 					s.reputFrom = s.cl.NextSegment(from)
 					return nil
@@ -83,7 +91,7 @@ func (s *Store) dispatchAvailable() {
 					}
 					return err
 				}
-				if err := s.dispatchRecordSafe(from+int64(pos), &v); err != nil {
+				if err := s.dispatchRecordSafe(from+int64(pos), v); err != nil {
 					return err
 				}
 				pos += int(v.Size)
@@ -103,10 +111,14 @@ func (s *Store) dispatchAvailable() {
 			s.log.Error("dispatch: invalid record, skipping to the next segment", "offset", s.reputFrom, "err", err)
 			s.reputFrom = s.cl.NextSegment(s.reputFrom)
 		}
+		s.view = protocol.RecordView{} // drop the references into the mapped log
 		s.dispatched.Store(s.reputFrom)
 		s.dmu.Lock()
-		close(s.ddone)
-		s.ddone = make(chan struct{})
+		if s.dwaited { // a new channel only when someone waits on the old one
+			close(s.ddone)
+			s.ddone = make(chan struct{})
+			s.dwaited = false
+		}
 		s.dmu.Unlock()
 		if errors.Is(err, errMappedFault) {
 			// Retried from the same record on the next wake or tick; the
@@ -178,12 +190,10 @@ func (s *Store) dispatchRecord(phy int64, v *protocol.RecordView) {
 	}
 	if s.idx != nil && tx != protocol.SysFlagTxRollback && phy >= s.indexFrom {
 		if id, ok := protocol.PropertyBytes(v.Properties, protocol.PropUniqKey); ok && len(id) > 0 {
-			s.index(topic, string(id), phy, v.StoreTimestamp)
+			s.index(topic, id, phy, v.StoreTimestamp)
 		}
 		if keys, ok := protocol.PropertyBytes(v.Properties, protocol.PropKeys); ok {
-			for _, k := range strings.Fields(string(keys)) {
-				s.index(topic, k, phy, v.StoreTimestamp)
-			}
+			s.indexKeys(topic, keys, phy, v.StoreTimestamp)
 		}
 	}
 }
@@ -200,10 +210,47 @@ func tagsHash(tag []byte) int64 {
 	return int64(h)
 }
 
-func (s *Store) index(topic, key string, phy, ts int64) {
-	if err := s.idx.Put(topic+"#"+key, phy, ts); err != nil {
+func (s *Store) index(topic string, key []byte, phy, ts int64) {
+	if err := s.idx.PutTopicKey(topic, key, phy, ts); err != nil {
 		s.log.Error("dispatch: index put", "err", err)
 	}
+}
+
+// indexKeys indexes each of the space-separated KEYS of the record at phy.
+func (s *Store) indexKeys(topic string, keys []byte, phy, ts int64) {
+	eachField(keys, func(k []byte) { s.index(topic, k, phy, ts) })
+}
+
+// eachField calls fn with each field of b as strings.Fields splits it,
+// without allocating when b is ASCII. fn must not retain its argument.
+func eachField(b []byte, fn func([]byte)) {
+	for _, c := range b {
+		if c >= 0x80 { // strings.Fields also splits on Unicode spaces
+			for _, f := range strings.Fields(string(b)) {
+				fn([]byte(f))
+			}
+			return
+		}
+	}
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && asciiSpace(b[i]) {
+			i++
+		}
+		j := i
+		for j < len(b) && !asciiSpace(b[j]) {
+			j++
+		}
+		if j > i {
+			fn(b[i:j])
+		}
+		b = b[j:]
+	}
+}
+
+// asciiSpace is unicode.IsSpace for ASCII bytes (strings.Fields' set).
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // tagsCode is what the TagsCoder registered for the record's topic
@@ -233,6 +280,7 @@ func (s *Store) WaitDispatched(ctx context.Context, phy int64) error {
 	for {
 		s.dmu.Lock()
 		done := s.ddone
+		s.dwaited = true
 		s.dmu.Unlock()
 		if s.dispatched.Load() >= phy {
 			return nil

@@ -78,7 +78,9 @@ type DispatchListener func(topic string, queueID int32, queueOffset, tagsCode in
 // dispatches (prepared and rolled-back transactional records included),
 // in commit log order, before the record's consume-queue unit is
 // written; phy is the record's commit log offset. v aliases the mapped
-// commit log and is valid only during the call. It runs on the
+// commit log and is valid only during the call: the dispatcher reuses
+// the same *RecordView for the next record, so a hook must not retain v
+// or its slices; it copies what it keeps. It runs on the
 // dispatcher goroutine and must not block. It lets a service that keeps
 // state derived from the log follow it without reading it a second time.
 type RecordListener func(phy int64, v *protocol.RecordView)
@@ -131,9 +133,16 @@ type Store struct {
 	dispatchFaulted bool
 	indexFrom       int64  // records below are already indexed (set by recovery)
 	lastTopic       string // dispatcher goroutine only
-	dispatched      atomic.Int64
-	dmu             sync.Mutex
-	ddone           chan struct{}
+	// view is the record being dispatched, one for all records so that
+	// dispatching allocates none: the hooks (RecordListener, TagsCoder)
+	// must not retain it. Only dispatchAvailable's callers, which never
+	// run at once (the dispatcher and Truncate under runMu, Open before
+	// and Close after the dispatcher goroutine).
+	view       protocol.RecordView
+	dispatched atomic.Int64
+	dmu        sync.Mutex
+	ddone      chan struct{} // closed (and replaced) after a pass if dwaited
+	dwaited    bool          // WaitDispatched holds ddone; dmu
 	// runMu is held by the dispatcher while it dispatches and by the
 	// flush goroutine while it flushes queues and moves the checkpoint;
 	// Truncate takes it to stop both.
@@ -226,7 +235,9 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 // TagsCoder computes the consume-queue tags code of a record of the topic
 // it was registered for; ok false falls back to the hash of its TAGS. It
 // runs on the dispatcher goroutine for every record of that topic, also
-// when recovery re-dispatches: it must be quick and must not block.
+// when recovery re-dispatches: it must be quick and must not block. v is
+// valid only during the call, as for RecordListener: it must not be
+// retained.
 type TagsCoder func(v *protocol.RecordView) (code int64, ok bool)
 
 type topicCoder struct {

@@ -88,13 +88,39 @@ func keyHash(key string) int32 {
 	return h
 }
 
-// put adds an entry; false when the file is full.
-func (x *file) put(key string, phy, storeTS int64) bool {
+// topicKeyHash is keyHash(topic + "#" + string(key)) without building
+// the string when both are ASCII (Java's String.hashCode is then the
+// same recurrence over the bytes, continued across the parts).
+func topicKeyHash(topic string, key []byte) int32 {
+	var h int32
+	for i := 0; i < len(topic); i++ {
+		if topic[i] >= 0x80 {
+			return keyHash(topic + "#" + string(key))
+		}
+		h = 31*h + int32(topic[i])
+	}
+	h = 31*h + '#'
+	for _, c := range key {
+		if c >= 0x80 {
+			return keyHash(topic + "#" + string(key))
+		}
+		h = 31*h + int32(c)
+	}
+	if h < 0 {
+		h = -h
+	}
+	if h < 0 {
+		h = 0
+	}
+	return h
+}
+
+// put adds an entry with key hash h; false when the file is full.
+func (x *file) put(h int32, phy, storeTS int64) bool {
 	n := x.count()
 	if n >= x.indexNum {
 		return false
 	}
-	h := keyHash(key)
 	slot := int(h) % x.slotNum
 	sp := x.slotPos(slot)
 	prev := int32(be.Uint32(x.data[sp:]))

@@ -23,6 +23,42 @@ func TestKeyHash(t *testing.T) {
 	}
 }
 
+func TestTopicKeyHash(t *testing.T) {
+	tests := []struct {
+		topic, key string
+	}{
+		{"", ""},
+		{"TopicTest", "KEY1"},
+		{"bench", "C0A8000100002A9F0000000000000000"},
+		{"t", "polygenelubricant"}, // long enough to overflow int32 several times
+		{"主题", "KEY1"},             // non-ASCII topic: UTF-16 code units
+		{"TopicTest", "键"},
+		{"TopicTest", "\xff\xfe"}, // invalid UTF-8
+		{"TopicTest", "😀"},        // a surrogate pair in Java
+	}
+	for _, tc := range tests {
+		if got, want := topicKeyHash(tc.topic, []byte(tc.key)), keyHash(tc.topic+"#"+tc.key); got != want {
+			t.Errorf("topicKeyHash(%q, %q) = %d, want keyHash = %d", tc.topic, tc.key, got, want)
+		}
+	}
+	// PutTopicKey writes the entry Put writes.
+	a, err := Open(Options{Dir: t.TempDir(), SlotNum: 8, IndexNum: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(Options{Dir: t.TempDir(), SlotNum: 8, IndexNum: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a.Put("t#a", 100, 5000)
+	b.PutTopicKey("t", []byte("a"), 100, 5000)
+	if string(a.files[0].data) != string(b.files[0].data) {
+		t.Error("PutTopicKey wrote a different file than Put")
+	}
+}
+
 func javaHash(s string) int32 {
 	var h int32
 	for _, c := range s {

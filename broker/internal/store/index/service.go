@@ -66,6 +66,17 @@ func Open(opts Options) (*Service, error) {
 // Put indexes key (already "topic#key") for the record at phy stored at
 // storeTS (ms), rolling to a new file when the current one is full.
 func (s *Service) Put(key string, phy, storeTS int64) error {
+	return s.put(keyHash(key), phy, storeTS)
+}
+
+// PutTopicKey is Put(topic+"#"+string(key), phy, storeTS) without
+// building the key (the dispatcher's path: no allocation per entry for
+// ASCII topics and keys). key is not retained.
+func (s *Service) PutTopicKey(topic string, key []byte, phy, storeTS int64) error {
+	return s.put(topicKeyHash(topic, key), phy, storeTS)
+}
+
+func (s *Service) put(h int32, phy, storeTS int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var cur *file
@@ -88,7 +99,7 @@ func (s *Service) Put(key string, phy, storeTS int64) error {
 		s.files = append(s.files, x)
 		cur = x
 	}
-	cur.put(key, phy, storeTS)
+	cur.put(h, phy, storeTS)
 	return nil
 }
 
