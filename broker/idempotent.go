@@ -141,14 +141,14 @@ func (b *Broker) handleInitProducerID(_ context.Context, c *remoting.Conn, req *
 // the stamp is an ordinary property as on RocketMQ). Every message of a
 // batch must carry the same producer id and epoch and consecutive
 // sequences.
-func (b *Broker) sendStamp(msgs []*protocol.MessageExt) (st protocol.ProducerStamp, ok bool, err error) {
+func (b *Broker) sendStamp(msgs []*protocol.MessageExt, enc []string) (st protocol.ProducerStamp, ok bool, err error) {
 	if !b.opts.TideExtensions {
 		return st, false, nil
 	}
-	v, ok := msgs[0].Properties[protocol.PropProducerStamp]
+	v, ok := sendProperty(msgs, enc, 0, protocol.PropProducerStamp)
 	if !ok {
-		for _, m := range msgs[1:] {
-			if _, has := m.Properties[protocol.PropProducerStamp]; has {
+		for i := range msgs[1:] {
+			if _, has := sendProperty(msgs, enc, i+1, protocol.PropProducerStamp); has {
 				return st, false, errors.New("only some messages of the batch carry a producer stamp")
 			}
 		}
@@ -157,8 +157,9 @@ func (b *Broker) sendStamp(msgs []*protocol.MessageExt) (st protocol.ProducerSta
 	if st, err = protocol.ParseProducerStamp(v); err != nil {
 		return st, false, err
 	}
-	for i, m := range msgs[1:] {
-		s, err := protocol.ParseProducerStamp(m.Properties[protocol.PropProducerStamp])
+	for i := range msgs[1:] {
+		v, _ := sendProperty(msgs, enc, i+1, protocol.PropProducerStamp)
+		s, err := protocol.ParseProducerStamp(v)
 		if err != nil {
 			return st, false, err
 		}
@@ -174,7 +175,7 @@ func (b *Broker) sendStamp(msgs []*protocol.MessageExt) (st protocol.ProducerSta
 // stored messages (answered with their offsets), an old epoch or a
 // forgotten sequence.
 func (b *Broker) putIdempotent(c *remoting.Conn, req *protocol.Command, st protocol.ProducerStamp, topic string, queueID int32,
-	msgs []*protocol.MessageExt, put func() *protocol.Command) *protocol.Command {
+	msgs []*protocol.MessageExt, enc []string, put func() *protocol.Command) *protocol.Command {
 	d := b.idem
 	if d.follower.Scanned() < d.ready.Load() {
 		d.follower.CatchUp()
@@ -188,7 +189,7 @@ func (b *Broker) putIdempotent(c *remoting.Conn, req *protocol.Command, st proto
 	defer slot.Release()
 	run, idx, err := slot.Lookup(st.Sequence, len(msgs))
 	if errors.Is(err, pidstate.ErrForgotten) {
-		run, err = b.findStored(topic, queueID, msgs, st)
+		run, err = b.findStored(topic, queueID, msgs, enc, st)
 	}
 	if err != nil {
 		d.outOfOrder.Inc()
@@ -236,7 +237,7 @@ const findStoredWait = 2 * time.Second
 // the run they were stored as, nil if they were never stored, or
 // ErrOutOfOrder when it cannot tell (no index, no UNIQ_KEY, the index
 // lagging, part of a batch found).
-func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.MessageExt, st protocol.ProducerStamp) (*pidstate.Run, error) {
+func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.MessageExt, enc []string, st protocol.ProducerStamp) (*pidstate.Run, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), findStoredWait)
 	defer cancel()
 	if err := b.store.WaitDispatched(ctx, b.store.MaxPhyOffset()); err != nil {
@@ -244,7 +245,7 @@ func (b *Broker) findStored(topic string, queueID int32, msgs []*protocol.Messag
 	}
 	var r pidstate.Run
 	for i, m := range msgs {
-		key := m.Properties[protocol.PropUniqKey]
+		key, _ := sendProperty(msgs, enc, i, protocol.PropUniqKey)
 		if key == "" {
 			return nil, pidstate.ErrOutOfOrder
 		}

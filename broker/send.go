@@ -125,28 +125,47 @@ func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protoc
 	base.Topic = h.Topic
 	base.Flag = h.Flag
 
-	var msgs []*protocol.MessageExt
+	// The raw path (sendprops.go) keeps the properties as the client's
+	// strings; the map path decodes them for the sends whose properties
+	// the broker may read from the map or change (replies, transactions,
+	// retry topics, and the properties of rawFallback).
+	raw := !isReply && protocol.TxType(h.SysFlag) == protocol.SysFlagTxNotType && !strings.HasPrefix(h.Topic, topic.RetryPrefix)
+	var (
+		msgs []*protocol.MessageExt
+		enc  []string // the messages' encoded properties on the raw path, nil on the map path
+	)
 	if req.Code == protocol.SendBatchMessage || h.Batch {
 		if protocol.TxType(h.SysFlag) != protocol.SysFlagTxNotType {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "batch messages cannot be transactional")
 		}
-		batchProps := protocol.DecodeProperties(h.Properties)
-		if batchProps[protocol.PropDelayLevel] != "" {
+		if lastProperty(h.Properties, protocol.PropDelayLevel) != "" {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "batch messages cannot be delayed")
 		}
 		items, err := protocol.DecodeBatch(req.Body)
 		if err != nil {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "bad batch body: %v", err)
 		}
-		for _, it := range items {
+		if raw = raw && len(items) > 0; raw {
+			enc, raw = rawProps(h.Properties, items, b.opts.BrokerClusterName)
+		}
+		var batchProps map[string]string
+		if !raw {
+			batchProps = protocol.DecodeProperties(h.Properties)
+		}
+		msgs = make([]*protocol.MessageExt, 0, len(items))
+		for i, it := range items {
 			m := base
 			m.Body = it.Body
 			m.Flag = it.Flag
-			m.Properties = protocol.DecodeProperties(it.Properties)
-			for k, v := range batchProps {
-				m.Properties[k] = v
+			if raw {
+				b.stampRaw(&m, enc[i])
+			} else {
+				m.Properties = protocol.DecodeProperties(it.Properties)
+				for k, v := range batchProps {
+					m.Properties[k] = v
+				}
+				b.stampProperties(&m)
 			}
-			b.stampProperties(&m)
 			msgs = append(msgs, &m)
 		}
 	} else {
@@ -155,15 +174,28 @@ func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protoc
 		}
 		m := base
 		m.Body = req.Body
-		m.Properties = protocol.DecodeProperties(h.Properties)
-		b.stampProperties(&m)
+		if raw {
+			enc, raw = rawProps(h.Properties, nil, b.opts.BrokerClusterName)
+		}
+		if raw {
+			b.stampRaw(&m, enc[0])
+		} else {
+			m.Properties = protocol.DecodeProperties(h.Properties)
+			b.stampProperties(&m)
+		}
 		msgs = append(msgs, &m)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if len(m.Body) > b.opts.Store.MaxMessageSize {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "the message body size %d is over the limit of %d bytes (maxMessageSize)", len(m.Body), b.opts.Store.MaxMessageSize)
 		}
-		if n := protocol.PropertiesLen(m.Properties); n > protocol.MaxPropertiesLength {
+		n := 0
+		if enc != nil {
+			n = len(enc[i])
+		} else {
+			n = protocol.PropertiesLen(m.Properties)
+		}
+		if n > protocol.MaxPropertiesLength {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "the message properties are %d bytes, over the limit of %d", n, protocol.MaxPropertiesLength)
 		}
 	}
@@ -189,7 +221,7 @@ func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protoc
 	if isReply {
 		return b.handleReply(ctx, c, req, h, msgs[0])
 	}
-	st, stamped, err := b.sendStamp(msgs)
+	st, stamped, err := b.sendStamp(msgs, enc)
 	if err != nil {
 		return b.errorResponse(c, req, protocol.MessageIllegal, "bad %s: %v", protocol.PropProducerStamp, err)
 	}
@@ -197,21 +229,25 @@ func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protoc
 		return errDeclined
 	}
 	if stamped {
-		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, qid) })
+		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, enc, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, enc, qid) })
 	}
-	return b.storeSend(ctx, c, req, msgs, qid)
+	return b.storeSend(ctx, c, req, msgs, enc, qid)
 }
 
-// store1 stores a send's messages: a half message for the transaction
+// storeSend stores a send's messages: a half message for the transaction
 // service, a delayed one in its schedule or timer queue, the others as
-// they are.
-func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, qid int32) *protocol.Command {
+// they are. enc, when not nil, holds the messages' encoded properties (the
+// raw path: no transaction, delay or timer, so stored as they are).
+func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, qid int32) *protocol.Command {
+	if enc != nil {
+		return b.putAndRespond(ctx, c, req, msgs, enc, qid)
+	}
 	if len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties) {
 		if err := b.validateTimer(msgs[0]); err != nil {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
 		}
 		transaction.Prepare(msgs[0])
-		resp := b.putAndRespond(ctx, c, req, msgs, qid)
+		resp := b.putAndRespond(ctx, c, req, msgs, nil, qid)
 		if resp.Code == protocol.Success || resp.Code == protocol.FlushDiskTimeout {
 			b.tx().Added(msgs[0])
 		}
@@ -222,7 +258,7 @@ func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.
 			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
 		}
 	}
-	return b.putAndRespond(ctx, c, req, msgs, qid)
+	return b.putAndRespond(ctx, c, req, msgs, nil, qid)
 }
 
 // stampProperties adds the broker-side properties RocketMQ 4.9 adds on
@@ -237,11 +273,35 @@ func (b *Broker) stampProperties(m *protocol.MessageExt) {
 	}
 }
 
+// stampRaw is stampProperties on the raw path: props, the message's
+// encoded properties, has CLUSTER already.
+func (b *Broker) stampRaw(m *protocol.MessageExt, props string) {
+	if m.SysFlag&protocol.SysFlagMultiTags != 0 {
+		if t, _ := protocol.PropertyValue(props, protocol.PropTags); t != "" {
+			m.SysFlag &^= protocol.SysFlagMultiTags
+		}
+	}
+}
+
+// lastProperty returns the value DecodeProperties(s)[k] would have,
+// without the map.
+func lastProperty(s, k string) string {
+	v := ""
+	for len(s) > 0 {
+		var name, value string
+		var ok bool
+		if name, value, s, ok = protocol.NextProperty(s); ok && name == k {
+			v = value
+		}
+	}
+	return v
+}
+
 // putAndRespond stores msgs and builds the send response.
 // queueID is the queue the producer addressed (a delayed message is
 // stored in a schedule queue but reported on its real queue, as RocketMQ
-// does).
-func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, queueID int32) *protocol.Command {
+// does). enc, when not nil, holds the messages' encoded properties.
+func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, queueID int32) *protocol.Command {
 	if err := ctx.Err(); err != nil {
 		return b.errorResponse(c, req, protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy: %v", err)
 	}
@@ -258,7 +318,9 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 		defer cancel()
 	}
 	start := time.Now()
-	if len(msgs) == 1 {
+	if enc != nil {
+		res, err = b.store.PutEncoded(pctx, msgs, enc)
+	} else if len(msgs) == 1 {
 		res, err = b.store.PutMessage(pctx, msgs[0])
 	} else {
 		res, err = b.store.PutMessages(pctx, msgs)

@@ -330,13 +330,25 @@ var ErrReadOnly = errors.New("store: read only")
 // PutFlushDiskTimeout after syncFlushTimeout. m must not be modified
 // concurrently.
 func (s *Store) PutMessage(ctx context.Context, m *protocol.MessageExt) (PutResult, error) {
-	return s.put(ctx, []*protocol.MessageExt{m})
+	return s.put(ctx, []*protocol.MessageExt{m}, nil)
 }
 
 // PutMessages appends a batch to one topic and queue as one contiguous
 // run with consecutive queue offsets and a single flush wait.
 func (s *Store) PutMessages(ctx context.Context, msgs []*protocol.MessageExt) (PutResult, error) {
-	return s.put(ctx, msgs)
+	return s.put(ctx, msgs, nil)
+}
+
+// PutEncoded is PutMessages (one message or a batch) with each message's
+// property string already encoded: props[i] is written as msgs[i]'s
+// properties, and their Properties maps are not read (the caller keeps
+// them nil or equal to props). The SYNC_FLUSH wait reads WAIT from
+// props[0]. len(props) must be len(msgs).
+func (s *Store) PutEncoded(ctx context.Context, msgs []*protocol.MessageExt, props []string) (PutResult, error) {
+	if len(props) != len(msgs) {
+		return PutResult{}, fmt.Errorf("%w: %d property strings for %d messages", ErrBadMessage, len(props), len(msgs))
+	}
+	return s.put(ctx, msgs, props)
 }
 
 // openHook lets tests replace the clock and the disk usage probe before
@@ -345,7 +357,9 @@ var openHook func(*Store)
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt) (PutResult, error) {
+// put appends msgs; props, when not nil, holds their encoded property
+// strings (PutEncoded).
+func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt, props []string) (PutResult, error) {
 	var res PutResult
 	if len(msgs) == 0 {
 		return res, fmt.Errorf("%w: empty batch", ErrBadMessage)
@@ -375,7 +389,13 @@ func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt) (PutResult
 		}
 		starts[i] = len(buf)
 		var err error
-		buf, err = protocol.AppendStored(buf, m, protocol.EncodeProperties(m.Properties))
+		var ps string
+		if props != nil {
+			ps = props[i]
+		} else {
+			ps = protocol.EncodeProperties(m.Properties)
+		}
+		buf, err = protocol.AppendStored(buf, m, ps)
 		if err != nil {
 			return res, fmt.Errorf("%w: %w", ErrBadMessage, err)
 		}
@@ -430,7 +450,15 @@ func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt) (PutResult
 	res.CommitLogOffset = phy
 	res.WroteBytes = len(buf)
 	res.Count = len(msgs)
-	if s.cfg.FlushDiskType == SyncFlush && first.Property(protocol.PropWaitStoreMsgOK) != "false" {
+	wait := ""
+	if s.cfg.FlushDiskType == SyncFlush {
+		if props != nil {
+			wait, _ = protocol.PropertyValue(props[0], protocol.PropWaitStoreMsgOK)
+		} else {
+			wait = first.Property(protocol.PropWaitStoreMsgOK)
+		}
+	}
+	if s.cfg.FlushDiskType == SyncFlush && wait != "false" {
 		err := s.cl.WaitFlushed(ctx, phy+int64(len(buf)), ms(s.cfg.SyncFlushTimeout))
 		switch {
 		case errors.Is(err, commitlog.ErrFlushTimeout):
