@@ -14,6 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/tidemq/tide/broker"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -355,5 +356,70 @@ func TestSendOffsetIDViewAndQuery(t *testing.T) {
 	// Unknown queues answer 0 with the offset field present.
 	if got := e.maxOffset(topic, 77); got != 0 {
 		t.Errorf("max offset of a queue never written: %d", got)
+	}
+}
+
+// TestSendStoredProperties: what the broker stores as a send's property
+// string, on the raw path (no map) and on the map path alike: the
+// client's properties sorted by name, the last of a repeated name, no
+// empty values or malformed pieces, the broker's CLUSTER (the batch
+// header's laid over each item's), checked on the bytes a pull returns.
+func TestSendStoredProperties(t *testing.T) {
+	t.Parallel()
+	const cluster = "PropsCluster"
+	e := newEnv(t, func(o *broker.Options) { o.BrokerClusterName = cluster })
+	topic := uniq("StoredProps")
+	const c = protocol.PropCluster + "\x01"
+	props := func(s ...string) string { return strings.Join(s, "") }
+	tests := []struct {
+		name   string
+		header string
+		items  []string // a batch when not nil
+		want   []string
+	}{
+		{name: "unsorted, repeated, empty, malformed, the client's CLUSTER (raw path)",
+			header: props("WAIT\x01true\x02K\x01a\x02K\x01b\x02E\x01\x02bad\x02CLUSTER\x01theirs\x02A\x01x\x01y\x02UNIQ_KEY\x01U1"),
+			want:   []string{props(c, cluster, "\x02K\x01b\x02UNIQ_KEY\x01U1\x02WAIT\x01true\x02")}},
+		{name: "sorted already (raw path)", header: "A\x01a\x02Z\x01z\x02",
+			want: []string{props("A\x01a\x02", c, cluster, "\x02Z\x01z\x02")}},
+		{name: "batch, the header over the items (raw path)", header: "K\x01h\x02", items: []string{"K\x01i\x02B\x01b\x02", "Z\x01z\x02"},
+			want: []string{props("B\x01b\x02", c, cluster, "\x02K\x01h\x02"), props(c, cluster, "\x02K\x01h\x02Z\x01z\x02")}},
+		{name: "REAL_TOPIC from the client (map path)", header: "Z\x01z\x02REAL_TOPIC\x01elsewhere\x02A\x01a",
+			want: []string{props("A\x01a\x02", c, cluster, "\x02REAL_TOPIC\x01elsewhere\x02Z\x01z\x02")}},
+	}
+	for _, tt := range tests {
+		h := protocol.SendMessageRequestHeaderV2{ProducerGroup: "pg", Topic: topic, DefaultTopic: protocol.DefaultTopicTemplate,
+			DefaultTopicQueueNums: 4, QueueID: 1, BornTimestamp: time.Now().UnixMilli(), MaxReconsumeTimes: -1, Properties: tt.header}
+		before := e.maxOffset(topic, 1)
+		if tt.items == nil {
+			sendResult(t, e.invoke(protocol.NewRequest(protocol.SendMessageV2, h.Encode(), []byte("body"))))
+		} else {
+			var items []protocol.BatchItem
+			for _, p := range tt.items {
+				items = append(items, protocol.BatchItem{Body: []byte("b"), Properties: p})
+			}
+			body, err := protocol.AppendBatch(nil, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Batch = true
+			sendResult(t, e.invoke(protocol.NewRequest(protocol.SendBatchMessage, h.Encode(), body)))
+		}
+		eventually(t, 10*time.Second, tt.name+": dispatched", func() bool { return e.maxOffset(topic, 1) >= before+int64(len(tt.want)) })
+		resp, _ := e.pull("g", topic, 1, before, int32(len(tt.want)), "TAG", "*")
+		if resp.Code != protocol.Success {
+			t.Fatalf("%s: pull: %d %s", tt.name, resp.Code, resp.Remark)
+		}
+		rest := resp.Body
+		for i, want := range tt.want {
+			v, err := protocol.ViewRecord(rest, false)
+			if err != nil {
+				t.Fatalf("%s: record %d: %v", tt.name, i, err)
+			}
+			if string(v.Properties) != want {
+				t.Errorf("%s: message %d stored %q, want %q", tt.name, i, v.Properties, want)
+			}
+			rest = rest[v.Size:]
+		}
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/tidemq/tide/broker/internal/timer"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -24,10 +25,10 @@ import (
 // Prepare) or read them from the map (putAndRespond's REAL_TOPIC).
 var rawFallback = [...]string{
 	protocol.PropDelayLevel,
-	protocol.PropTimerDeliverMS,
-	protocol.PropTimerDelaySec,
-	protocol.PropTimerDelayMS,
-	"TIMER_DEL_UNIQKEY", // timer.PropDelUniqKey
+	timer.PropDeliverMS,
+	timer.PropDelaySec,
+	timer.PropDelayMS,
+	timer.PropDelUniqKey,
 	protocol.PropTransactionPrepared,
 	protocol.PropRealTopic,
 }
@@ -61,11 +62,6 @@ func appendRawProps(dst []rawProp, s string) (_ []rawProp, ok bool) {
 }
 
 func isRawFallback(k string) bool {
-	// Every name of rawFallback starts with D, T or R: most names are
-	// rejected on their first byte.
-	if k == "" || k[0] != 'D' && k[0] != 'T' && k[0] != 'R' {
-		return false
-	}
 	for _, f := range rawFallback {
 		if k == f {
 			return true
@@ -107,7 +103,7 @@ func writeRawProps(b *strings.Builder, props []rawProp) {
 // map path would store them; the strings share one allocation. ok is
 // false when a message must take the map path.
 func rawProps(header string, items []protocol.BatchItem, cluster string) (enc []string, ok bool) {
-	var hb [16]rawProp
+	var hb [8]rawProp
 	hp, ok := appendRawProps(hb[:0], header)
 	if !ok {
 		return nil, false
@@ -123,9 +119,9 @@ func rawProps(header string, items []protocol.BatchItem, cluster string) (enc []
 	}
 	var b strings.Builder
 	b.Grow(bound)
-	var eb [64]int
+	var eb [32]int
 	ends := eb[:0]
-	var pb [32]rawProp
+	var pb [16]rawProp
 	for i := 0; i < n; i++ {
 		props := pb[:0]
 		if items != nil {

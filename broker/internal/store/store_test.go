@@ -270,6 +270,55 @@ func TestStoreBatchConsecutiveOffsets(t *testing.T) {
 	}
 }
 
+// TestStorePutEncoded: a put with the property strings already encoded
+// writes the records PutMessages writes with the maps.
+func TestStorePutEncoded(t *testing.T) {
+	props := []map[string]string{{"TAGS": "a", "KEYS": "k1 k2", "UNIQ_KEY": "U1"}, nil, {"WAIT": "true"}}
+	withMaps, withStrings := openStore(t, testConfig(t)), openStore(t, testConfig(t))
+	var mapped, enc []*protocol.MessageExt
+	var strs []string
+	for i, p := range props {
+		mapped = append(mapped, newMsg("t", 2, fmt.Sprint("body-", i), p))
+		enc = append(enc, newMsg("t", 2, fmt.Sprint("body-", i), nil))
+		strs = append(strs, protocol.EncodeProperties(p))
+	}
+	for _, batch := range [][2]int{{0, 1}, {1, 3}} {
+		rm, err := withMaps.PutMessages(context.Background(), mapped[batch[0]:batch[1]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		re, err := withStrings.PutEncoded(context.Background(), enc[batch[0]:batch[1]], strs[batch[0]:batch[1]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rm.QueueOffset != re.QueueOffset || rm.WroteBytes != re.WroteBytes || rm.Count != re.Count {
+			t.Fatalf("PutEncoded %+v, PutMessages %+v", re, rm)
+		}
+	}
+	a, err := withMaps.ReadCommitLog(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := withStrings.ReadCommitLog(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the store timestamps may differ.
+	for i, m := range mapped {
+		if pos := storeTimestampPos(m.SysFlag) + int(m.CommitLogOffset); pos+8 <= len(a) && pos+8 <= len(b) {
+			copy(b[pos:pos+8], a[pos:pos+8])
+		} else {
+			t.Fatalf("message %d beyond the log read", i)
+		}
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("PutEncoded wrote other bytes:\n%q\n%q", b, a)
+	}
+	if _, err := withStrings.PutEncoded(context.Background(), enc[:2], strs[:1]); !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("props for 1 of 2 messages: %v", err)
+	}
+}
+
 func TestStoreRefusals(t *testing.T) {
 	c := testConfig(t)
 	s, env := openFake(t, c, time.Now())
