@@ -171,3 +171,79 @@ func BenchmarkRoundTripInline(b *testing.B) {
 		})
 	}
 }
+
+// TestInlineFlusher: InlineFlushed is called once per burst in which the
+// handler served a request inline, after that burst's responses are
+// written, never for a burst of declined requests only; a panic in it is
+// recovered and the connection goes on serving.
+func TestInlineFlusher(t *testing.T) {
+	const n = 50
+	tests := []struct {
+		name       string
+		ext        map[string]string // of every request
+		panics     bool
+		wantFlush  bool
+		wantInline int32
+	}{
+		{name: "served", wantFlush: true, wantInline: n},
+		{name: "declined", ext: map[string]string{"block": "1"}},
+		{name: "panic", panics: true, wantFlush: true, wantInline: n},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &inlineEcho{release: make(chan struct{})}
+			close(h.release)
+			var flushes, unserved atomic.Int32
+			var servedAt atomic.Int32 // h.inline at the last flush
+			f := InlineFlush(h.ServeRemoting, h.ServeInline, func(*Conn) {
+				flushes.Add(1)
+				now := h.inline.Load()
+				if servedAt.Swap(now) == now {
+					unserved.Add(1) // a flush without a request served since the last
+				}
+				if tt.panics {
+					panic("flush boom")
+				}
+			})
+			s := NewServer(ServerOptions{Logger: testLogger()})
+			s.Handle(testCode, f)
+			nc := dialRaw(t, startServer(t, s))
+			var burst []byte
+			for i := range n {
+				req := protocol.NewRequest(testCode, tt.ext, []byte("x"))
+				req.Opaque = int32(i)
+				frame, err := req.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				burst = append(burst, frame...)
+			}
+			if _, err := nc.Write(burst); err != nil {
+				t.Fatal(err)
+			}
+			for range n {
+				readCmd(t, nc)
+			}
+			if tt.wantFlush {
+				// The last flush follows the last write of responses.
+				waitFor(t, "the flush after the last response", func() bool { return servedAt.Load() == n })
+			}
+			got := flushes.Load()
+			if tt.wantFlush && (got < 1 || got > n) || !tt.wantFlush && got != 0 {
+				t.Fatalf("%d flushes for %d requests (want flush: %v)", got, n, tt.wantFlush)
+			}
+			if u := unserved.Load(); u != 0 {
+				t.Fatalf("%d flushes without a request served inline since the previous one", u)
+			}
+			if in := h.inline.Load(); in != tt.wantInline {
+				t.Fatalf("served inline %d, want %d", in, tt.wantInline)
+			}
+			next := protocol.NewRequest(testCode, nil, []byte("y"))
+			next.Opaque = 1000
+			writeCmd(t, nc, next)
+			if resp := readCmd(t, nc); resp.Opaque != 1000 || resp.Code != protocol.Success {
+				t.Fatalf("next response opaque %d code %d", resp.Opaque, resp.Code)
+			}
+		})
+	}
+}
