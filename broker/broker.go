@@ -414,8 +414,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 func (b *Broker) registerHandlers() {
 	s := b.server
 	// The common sends are served on the connection's read loop when they
-	// cannot block (handleSendInline), and dispatched once per burst.
-	send := remoting.InlineFlush(b.instrument(b.handleSend), b.instrumentInline(b.handleSendInline), b.dispatchInline)
+	// cannot block (handleSendInline).
+	send := remoting.Inline(b.instrument(b.handleSend), b.instrumentInline(b.handleSendInline))
 	s.Handle(protocol.SendMessage, send)
 	s.Handle(protocol.SendMessageV2, send)
 	s.Handle(protocol.SendBatchMessage, send)

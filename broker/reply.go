@@ -22,7 +22,7 @@ func (b *Broker) handleReply(ctx context.Context, c *remoting.Conn, req *protoco
 			"correlationId", m.Properties[protocol.PropCorrelationID], "err", pushErr)
 	}
 	if b.opts.StoreReplyMessageEnable {
-		resp := b.putAndRespond(ctx, c, req, []*protocol.MessageExt{m}, nil, m.QueueID, false)
+		resp := b.putAndRespond(ctx, c, req, []*protocol.MessageExt{m}, nil, m.QueueID)
 		if pushErr != nil && resp.Code == protocol.Success {
 			resp.Remark = "push reply message failed: " + pushErr.Error()
 		}

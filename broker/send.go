@@ -53,17 +53,6 @@ func (b *Broker) serveSend(ctx context.Context, c *remoting.Conn, req *protocol.
 	return resp, true
 }
 
-// dispatchDeferred is the store context of the sends served inline: their
-// appends do not wake the store's dispatcher; dispatchInline, called by
-// the read loop once it has written a burst's responses, dispatches them.
-var dispatchDeferred = store.DeferDispatch(context.Background())
-
-// dispatchInline is the sends' InlineFlushed: one dispatch for a burst of
-// sends served inline, on the read loop (store.Dispatch never waits for a
-// lock: it wakes the dispatcher instead when someone else dispatches),
-// instead of a dispatcher wake-up per send.
-func (b *Broker) dispatchInline(*remoting.Conn) { b.store.Dispatch() }
-
 // errDeclined is serveSendCmd's answer for a send it declines inline.
 var errDeclined = &protocol.Command{}
 
@@ -240,26 +229,25 @@ func (b *Broker) serveSendCmd(ctx context.Context, c *remoting.Conn, req *protoc
 		return errDeclined
 	}
 	if stamped {
-		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, enc, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, enc, qid, inline) })
+		return b.putIdempotent(c, req, st, h.Topic, qid, msgs, enc, func() *protocol.Command { return b.storeSend(ctx, c, req, msgs, enc, qid) })
 	}
-	return b.storeSend(ctx, c, req, msgs, enc, qid, inline)
+	return b.storeSend(ctx, c, req, msgs, enc, qid)
 }
 
 // storeSend stores a send's messages: a half message for the transaction
 // service, a delayed one in its schedule or timer queue, the others as
 // they are. enc, when not nil, holds the messages' encoded properties (the
 // raw path: no transaction, delay or timer, so stored as they are).
-// inline: on the read loop (see putAndRespond).
-func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, qid int32, inline bool) *protocol.Command {
+func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, qid int32) *protocol.Command {
 	if enc != nil {
-		return b.putAndRespond(ctx, c, req, msgs, enc, qid, inline)
+		return b.putAndRespond(ctx, c, req, msgs, enc, qid)
 	}
 	if len(msgs) == 1 && transaction.IsHalf(msgs[0].SysFlag, msgs[0].Properties) {
 		if err := b.validateTimer(msgs[0]); err != nil {
 			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
 		}
 		transaction.Prepare(msgs[0])
-		resp := b.putAndRespond(ctx, c, req, msgs, nil, qid, inline)
+		resp := b.putAndRespond(ctx, c, req, msgs, nil, qid)
 		if resp.Code == protocol.Success || resp.Code == protocol.FlushDiskTimeout {
 			b.tx().Added(msgs[0])
 		}
@@ -270,7 +258,7 @@ func (b *Broker) storeSend(ctx context.Context, c *remoting.Conn, req *protocol.
 			return b.errorResponse(c, req, protocol.MessageIllegal, "%v", err)
 		}
 	}
-	return b.putAndRespond(ctx, c, req, msgs, nil, qid, inline)
+	return b.putAndRespond(ctx, c, req, msgs, nil, qid)
 }
 
 // stampProperties adds the broker-side properties RocketMQ 4.9 adds on
@@ -313,9 +301,7 @@ func lastProperty(s, k string) string {
 // queueID is the queue the producer addressed (a delayed message is
 // stored in a schedule queue but reported on its real queue, as RocketMQ
 // does). enc, when not nil, holds the messages' encoded properties.
-// inline: served on the connection's read loop, whose burst ends with
-// dispatchInline, so the append does not wake the store's dispatcher.
-func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, queueID int32, inline bool) *protocol.Command {
+func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *protocol.Command, msgs []*protocol.MessageExt, enc []string, queueID int32) *protocol.Command {
 	if err := ctx.Err(); err != nil {
 		return b.errorResponse(c, req, protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy: %v", err)
 	}
@@ -326,9 +312,6 @@ func (b *Broker) putAndRespond(ctx context.Context, c *remoting.Conn, req *proto
 	// Only a SYNC_FLUSH store or a SYNC_MASTER waits after the append;
 	// the others need no deadline (and save a context and a timer per send).
 	pctx := context.Background()
-	if inline {
-		pctx = dispatchDeferred
-	}
 	if b.opts.Store.FlushDiskType == store.SyncFlush || b.brokerRole() == "SYNC_MASTER" {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(pctx, time.Duration(b.opts.Store.SyncFlushTimeout+1000)*time.Millisecond)

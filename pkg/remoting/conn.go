@@ -77,8 +77,6 @@ type Conn struct {
 	// running handlers covers their replies).
 	out     []byte
 	outHeld int32
-	// the InlineFlushers that served a request since the last flush
-	flushers []InlineFlusher
 
 	mu       sync.Mutex
 	futures  map[int32]*future // nil once closed
@@ -493,10 +491,43 @@ func (c *Conn) serve() {
 	br := newReadBuf(r)
 	err := c.readLoop(br)
 	br.release() // the frames read own their bytes (readFrame copies)
-	if len(c.out) > 0 || c.outHeld > 0 || len(c.flushers) > 0 {
+	if len(c.out) > 0 || c.outHeld > 0 {
 		_ = c.flushInline() // the replies to requests served before the read failed
 	}
 	c.closeWith(err)
+}
+
+// maxInlineOut is the most bytes of inline responses the read loop holds
+// before writing them even though more requests are buffered.
+const maxInlineOut = 64 << 10
+
+// frameBuffered reports whether br holds a whole frame, so that reading
+// it does not wait for the socket.
+func frameBuffered(br *readBuf) bool {
+	p := br.peek()
+	if len(p) < 4 {
+		return false
+	}
+	return uint64(len(p)) >= 4+uint64(binary.BigEndian.Uint32(p))
+}
+
+// flushInline writes the responses served inline so far in one write and
+// releases their in-flight slots. The caller is the read loop.
+func (c *Conn) flushInline() error {
+	var err error
+	if len(c.out) > 0 {
+		err = c.writeDirect(c.out)
+		if cap(c.out) > 4*maxInlineOut {
+			c.out = nil // one huge burst does not pin memory
+		} else {
+			c.out = c.out[:0]
+		}
+	}
+	for ; c.outHeld > 0; c.outHeld-- {
+		c.inflight.Add(-1)
+		c.cfg.limit.release()
+	}
+	return err
 }
 
 func (c *Conn) readLoop(br *readBuf) error {
@@ -505,7 +536,7 @@ func (c *Conn) readLoop(br *readBuf) error {
 		// Responses served inline leave in one write once the requests
 		// already received are served: before a read that may wait for
 		// the socket, or when they are many.
-		if (len(c.out) > 0 || len(c.flushers) > 0) && (len(c.out) >= maxInlineOut || !frameBuffered(br)) {
+		if len(c.out) > 0 && (len(c.out) >= maxInlineOut || !frameBuffered(br)) {
 			if err := c.flushInline(); err != nil {
 				return err
 			}
@@ -673,6 +704,55 @@ func (c *Conn) dispatch(req *protocol.Command) {
 		return
 	}
 	workers.Shared().Go(func() { c.run(h, req, false) })
+}
+
+// serveInline runs the interceptor and h's inline attempt on the read
+// loop, holding the request's in-flight slots. It reports false when h
+// declined: the caller then runs h in a goroutine with the slots still
+// held and the interceptor already passed. A response is appended to
+// c.out and its slots are released when c.out is written (flushInline).
+func (c *Conn) serveInline(h InlineHandler, req *protocol.Command) bool {
+	var resp *protocol.Command
+	if c.cfg.intercept != nil {
+		resp = c.intercepted(req)
+	}
+	if resp == nil {
+		var served bool
+		if resp, served = c.callInline(h, req); !served {
+			return false
+		}
+	}
+	c.outHeld++
+	if resp == nil || req.IsOneway() {
+		return true
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= protocol.FlagResponse
+	n := len(c.out)
+	out, err := resp.AppendFrame(c.out)
+	if err != nil {
+		c.out = out[:n]
+		c.cfg.log.Debug("remoting: reply not sent", "conn", c, "code", req.Code, "opaque", req.Opaque,
+			"err", fmt.Errorf("remoting: encode code %d: %w", resp.Code, err))
+		return true
+	}
+	c.out = out
+	return true
+}
+
+// callInline runs h's inline attempt, turning a panic into a SYSTEM_ERROR
+// response.
+func (c *Conn) callInline(h InlineHandler, req *protocol.Command) (resp *protocol.Command, served bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.cfg.log.Error("remoting: handler panic", "conn", c, "code", req.Code,
+				"opaque", req.Opaque, "panic", r, "stack", string(debug.Stack()))
+			resp = protocol.NewResponse(req, protocol.SystemError,
+				fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
+			served = true
+		}
+	}()
+	return h.ServeInline(c.ctx, c, req)
 }
 
 // run serves req in its own goroutine; passed means the interceptor

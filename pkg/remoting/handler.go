@@ -171,35 +171,3 @@ func (h inlineHandler) ServeRemoting(ctx context.Context, c *Conn, req *protocol
 func (h inlineHandler) ServeInline(ctx context.Context, c *Conn, req *protocol.Command) (*protocol.Command, bool) {
 	return h.inline(ctx, c, req)
 }
-
-// InlineFlusher is an InlineHandler with work to do once per burst of
-// requests served inline rather than once per request (the broker wakes
-// its store's dispatcher, or dispatches itself, once for a burst of sends).
-// After the read loop has written the responses of a burst (before a read
-// that may wait for the socket, when they reach 64 KiB, and when the
-// connection's reading ends), it calls InlineFlushed of every
-// InlineFlusher that served at least one request of that burst, once
-// each, before the burst's in-flight slots are released (so Shutdown's
-// wait covers it). InlineFlushed runs on the read loop and must not block
-// (InlineHandler's contract); it is called whether the write succeeded or
-// not; a panic in it is logged and recovered. The read loop tells
-// InlineFlushers apart with ==, so their dynamic values must be comparable
-// (InlineFlush returns a pointer).
-type InlineFlusher interface {
-	InlineHandler
-	InlineFlushed(c *Conn)
-}
-
-// InlineFlush is Inline with a per-burst step (see InlineFlusher).
-func InlineFlush(serve HandlerFunc, inline InlineFunc, flushed func(c *Conn)) InlineFlusher {
-	return &inlineFlusher{inlineHandler{serve, inline}, flushed}
-}
-
-// inlineFlusher is a pointer type, so that the read loop can tell its
-// values apart with ==.
-type inlineFlusher struct {
-	inlineHandler
-	flushed func(c *Conn)
-}
-
-func (h *inlineFlusher) InlineFlushed(c *Conn) { h.flushed(c) }

@@ -22,64 +22,7 @@ import (
 // appends made during a pass cost one more pass, not one each. A pass
 // allocates nothing per record: one RecordView (Store.view) serves every
 // record, which is why the hooks must not retain it, and the channel
-// WaitDispatched waits on is replaced only when someone waited on it. An
-// append made with DeferDispatch does not wake it: its caller runs
-// Dispatch afterwards.
-
-// deferKey marks a context made by DeferDispatch.
-type deferKey struct{}
-
-// DeferDispatch returns ctx marked for PutMessage and PutMessages: the
-// append does not wake the dispatcher, and appends by others made while it
-// is in progress do not either. The caller must call Dispatch once it is
-// done with the appends so marked (it may make several first), without
-// waiting for anything in between: until then their records, and those of
-// the appends it kept from waking the dispatcher, are not dispatched
-// (the dispatcher's 100 ms poll aside). It saves a goroutine wake-up per
-// append for a caller that can run the dispatch itself (the broker's sends
-// served on a connection's read loop, once per burst of them).
-func DeferDispatch(ctx context.Context) context.Context {
-	return context.WithValue(ctx, deferKey{}, true)
-}
-
-func deferred(ctx context.Context) bool {
-	return ctx.Value(deferKey{}) != nil
-}
-
-// appended is the commit log's OnAppend: it wakes the dispatcher unless
-// an append marked by DeferDispatch is in progress, whose caller's
-// Dispatch comes after this append's record is visible and covers it.
-func (s *Store) appended() {
-	if s.deferring.Load() == 0 {
-		s.wakeDispatcher()
-	}
-}
-
-// Dispatch dispatches everything appended so far on the calling goroutine
-// when nobody else dispatches (the dispatcher, a flush or a truncation
-// holds runMu otherwise), or else wakes the dispatcher. It never waits for
-// a lock; its cost is the dispatch itself (consume-queue units, index
-// entries, the dispatch listener), which the dispatcher goroutine would
-// otherwise pay after a wake-up. Safe for concurrent use; it does nothing
-// once the store is closing (Close dispatches what is left).
-func (s *Store) Dispatch() {
-	if !s.gate.TryRLock() {
-		s.wakeDispatcher() // Close holds it, or is waiting for it
-		return
-	}
-	defer s.gate.RUnlock()
-	if s.closing.Load() {
-		return
-	}
-	if !s.runMu.TryLock() {
-		s.wakeDispatcher()
-		return
-	}
-	defer s.runMu.Unlock()
-	// As in dispatchLoop: a fault on a mapped page is an error, not a crash.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	s.dispatchAvailable()
-}
+// WaitDispatched waits on is replaced only when someone waited on it.
 
 func (s *Store) wakeDispatcher() {
 	select {
@@ -122,8 +65,7 @@ func (s *Store) dispatchEnd() int64 {
 }
 
 // dispatchAvailable dispatches everything written so far (up to the
-// dispatch limit). With runMu held (the dispatcher goroutine, Dispatch), or
-// in Open and Close.
+// dispatch limit). Dispatcher goroutine, Open and Close only.
 func (s *Store) dispatchAvailable() {
 	for end := s.dispatchEnd(); s.reputFrom < end; end = s.dispatchEnd() {
 		from := s.reputFrom

@@ -127,17 +127,17 @@ type Store struct {
 	listener  atomic.Pointer[DispatchListener]
 	records   atomic.Pointer[RecordListener]
 	limit     atomic.Pointer[func() int64] // SetDispatchLimit; nil: dispatch all that is written
-	reputFrom int64                        // under runMu (and in Open and Close)
+	reputFrom int64                        // dispatcher goroutine only (and Open)
 	// dispatchFaulted: the last dispatch stopped at a faulting page (disk
-	// full); under runMu.
+	// full); dispatcher goroutine only.
 	dispatchFaulted bool
 	indexFrom       int64  // records below are already indexed (set by recovery)
-	lastTopic       string // under runMu, as reputFrom
+	lastTopic       string // dispatcher goroutine only
 	// view is the record being dispatched, one for all records so that
 	// dispatching allocates none: the hooks (RecordListener, TagsCoder)
 	// must not retain it. Only dispatchAvailable's callers, which never
-	// run at once (the dispatcher, Dispatch and Truncate under runMu, Open
-	// before and Close after the dispatcher goroutine).
+	// run at once (the dispatcher and Truncate under runMu, Open before
+	// and Close after the dispatcher goroutine).
 	view       protocol.RecordView
 	dispatched atomic.Int64
 	dmu        sync.Mutex
@@ -148,8 +148,6 @@ type Store struct {
 	// Truncate takes it to stop both.
 	runMu sync.Mutex
 	dwake chan struct{}
-	// deferring counts appends in progress made with DeferDispatch.
-	deferring atomic.Int32
 
 	indexTS  atomic.Int64 // store time of the last checkpointed index flush
 	messages atomic.Int64
@@ -201,7 +199,7 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 		// SYNC_FLUSH always warms: see the segment package comment.
 		Warm:          cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
 		PretouchAhead: cfg.CommitLogPretouchAhead,
-		OnAppend:      s.appended,
+		OnAppend:      s.wakeDispatcher,
 	})
 	if err != nil {
 		return nil, err
@@ -330,8 +328,7 @@ var ErrReadOnly = errors.New("store: read only")
 // consume-queue unit. In SYNC_FLUSH it returns after the fsync covering
 // the message (unless its WAIT property is "false"), or with status
 // PutFlushDiskTimeout after syncFlushTimeout. m must not be modified
-// concurrently. With a ctx from DeferDispatch the dispatcher is not woken:
-// the caller calls Dispatch.
+// concurrently.
 func (s *Store) PutMessage(ctx context.Context, m *protocol.MessageExt) (PutResult, error) {
 	return s.put(ctx, []*protocol.MessageExt{m}, nil)
 }
@@ -418,10 +415,6 @@ func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt, props []st
 		s.gate.RUnlock()
 		return res, ErrShuttingDown
 	}
-	quiet := deferred(ctx)
-	if quiet {
-		s.deferring.Add(1)
-	}
 	phy, err := s.cl.Append(buf, func(phy int64, data []byte) error {
 		now := s.now().UnixMilli()
 		s.offMu.Lock()
@@ -446,9 +439,6 @@ func (s *Store) put(ctx context.Context, msgs []*protocol.MessageExt, props []st
 		res.StoreTimestamp = now
 		return nil
 	})
-	if quiet {
-		s.deferring.Add(-1)
-	}
 	s.gate.RUnlock()
 	if err != nil {
 		if errors.Is(err, commitlog.ErrClosed) {
