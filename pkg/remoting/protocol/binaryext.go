@@ -38,6 +38,22 @@ func (c *Command) extMap() map[string]string {
 // sent (request signing) uses it.
 func (c *Command) Fields() map[string]string { return c.extMap() }
 
+// nextExt returns the entry of e (binary ext entries, as appendExtString
+// writes them) that starts at i, and where the next one starts:
+//
+//	+--------+-----+----------+-------+
+//	| keyLen | key | valueLen | value |   keyLen i16, valueLen i32, big endian
+//	+--------+-----+----------+-------+
+//
+// e's framing must be checked already (countExtEntries) or written by
+// this package; the reader of every entry walk (decode, typed decode,
+// Ext, the signature).
+func nextExt[S ~string | ~[]byte](e S, i int) (k, v S, next int) {
+	j := i + 2 + (int(e[i])<<8 | int(e[i+1])) // the value's length
+	vl := int(e[j])<<24 | int(e[j+1])<<16 | int(e[j+2])<<8 | int(e[j+3])
+	return e[i+2 : j], e[j+4 : j+4+vl], j + 4 + vl
+}
+
 // appendExtString appends one ext entry: keyLen (i16), key, valLen (i32),
 // value.
 func appendExtString(dst []byte, k, v string) []byte {

@@ -89,12 +89,9 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	}
 	c.ExtFields = make(map[string]string, n)
 	for i := 0; i < len(s); {
-		kl := int(binary.BigEndian.Uint16(ext[i:]))
-		k := s[i+2 : i+2+kl]
-		i += 2 + kl
-		vl := int(binary.BigEndian.Uint32(ext[i:]))
-		c.ExtFields[k] = s[i+4 : i+4+vl]
-		i += 4 + vl
+		var k, v string
+		k, v, i = nextExt(s, i)
+		c.ExtFields[k] = v
 	}
 	return c, nil
 }
@@ -109,14 +106,11 @@ func binaryTypedExt(c *Command, s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); {
-		kl := int(s[i])<<8 | int(s[i+1])
-		k := s[i+2 : i+2+kl]
-		i += 2 + kl
-		vl := int(s[i])<<24 | int(s[i+1])<<16 | int(s[i+2])<<8 | int(s[i+3])
-		if !d.set(k, s[i+4:i+4+vl]) {
+		var k, v string
+		k, v, i = nextExt(s, i)
+		if !d.set(k, v) {
 			return false
 		}
-		i += 4 + vl
 	}
 	return d.done(c)
 }

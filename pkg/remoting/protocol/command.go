@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"encoding/binary"
 	"strconv"
 )
 
@@ -111,14 +110,11 @@ func headerField(h ExtAppender, k string) (string, bool) {
 	var buf [256]byte
 	e := h.AppendBinaryExt(buf[:0])
 	for i := 0; i < len(e); {
-		kl := int(binary.BigEndian.Uint16(e[i:]))
-		key := e[i+2 : i+2+kl]
-		i += 2 + kl
-		vl := int(binary.BigEndian.Uint32(e[i:]))
+		var key, v []byte
+		key, v, i = nextExt(e, i)
 		if string(key) == k {
-			return string(e[i+4 : i+4+vl]), true
+			return string(v), true
 		}
-		i += 4 + vl
 	}
 	return "", false
 }

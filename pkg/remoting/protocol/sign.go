@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
-	"encoding/binary"
 	"slices"
 )
 
@@ -58,11 +57,7 @@ func signatureMAC(entries []byte, ext map[string]string, body, secret []byte, sk
 		var k, v []byte
 		next := i
 		if i < len(entries) {
-			kl := int(binary.BigEndian.Uint16(entries[i:]))
-			k = entries[i+2 : i+2+kl]
-			vl := int(binary.BigEndian.Uint32(entries[i+2+kl:]))
-			v = entries[i+6+kl : i+6+kl+vl]
-			next = i + 6 + kl + vl
+			k, v, next = nextExt(entries, i)
 		}
 		if len(keys) > 0 && (i >= len(entries) || keys[0] <= string(k)) {
 			if i < len(entries) && keys[0] == string(k) {
