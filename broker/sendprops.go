@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidemq/tide/broker/internal/timer"
@@ -53,21 +54,12 @@ func appendRawProps(dst []rawProp, s string) (_ []rawProp, ok bool) {
 			continue
 		case k == protocol.PropProducerStamp && v == "":
 			return dst, false
-		case isRawFallback(k):
+		case slices.Contains(rawFallback[:], k):
 			return dst, false
 		}
 		dst = append(dst, rawProp{k, v})
 	}
 	return dst, true
-}
-
-func isRawFallback(k string) bool {
-	for _, f := range rawFallback {
-		if k == f {
-			return true
-		}
-	}
-	return false
 }
 
 // sortRawProps sorts props by name, stably (insertion sort: a handful of
