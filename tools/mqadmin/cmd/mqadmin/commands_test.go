@@ -308,8 +308,13 @@ func TestDLQCommands(t *testing.T) {
 	if len(res) != 3 || !res[2].OK || res[2].Target != "pay" || res[2].NewMsgID == "" {
 		t.Fatalf("dlq resend --to-origin: %+v", res)
 	}
+	// The broker answers a send before its dispatcher has written the
+	// consume-queue unit that topicStatus counts: wait for the three.
 	var qs []queueStatus
-	h.okJSON(t, &qs, "topicStatus", "-t", "pay")
+	waitFor(t, "pay's queue to hold the three resent copies", func() bool {
+		r := h.mqadmin(t, "topicStatus", "-t", "pay", "--json")
+		return r.code == 0 && fromJSON(r.stdout, &qs) == nil && len(qs) == 1 && qs[0].MaxOffset >= 6
+	})
 	if qs[0].MaxOffset != 6 {
 		t.Fatalf("pay after resend: %+v", qs)
 	}
