@@ -53,9 +53,18 @@ func openFile(path string, slotNum, indexNum int) (*file, error) {
 		return nil, err
 	}
 	x := &file{f: sf, name: filepath.Base(path), slotNum: slotNum, indexNum: indexNum, data: sf.Data()}
-	if x.count() < 1 || x.count() > indexNum {
+	switch n := x.count(); {
+	case n == 0:
+		// createFile renames the file into place before it writes the
+		// header, so a process killed in between leaves a file whose
+		// count was never set. Nothing was indexed in it (entries are
+		// written only after the count is 1): it starts empty.
+		x.setCount(1)
+		x.dirty.Store(true)
+	case n < 0 || n > indexNum:
+		// The count is read before Close: the mapping is gone after it.
 		sf.Close()
-		return nil, fmt.Errorf("index file %s: bad index count %d", path, x.count())
+		return nil, fmt.Errorf("index file %s: bad index count %d (max %d)", path, n, indexNum)
 	}
 	sf.SetWrotePosition(sf.Size())
 	return x, nil

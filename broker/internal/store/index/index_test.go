@@ -3,6 +3,9 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -164,5 +167,54 @@ func TestServiceQueryRollReopen(t *testing.T) {
 	defer s.Close()
 	if got := s.Query("t#k3", 100, 0, 1<<62); len(got) == 0 || got[0] != 48 {
 		t.Fatalf("after reopen: %v", got)
+	}
+}
+
+// TestOpenHeaderless covers the files a crash can leave: one renamed into
+// place before its header was written (count 0) opens empty and takes
+// entries; one with a count past the geometry is refused with an error
+// (before the fix, building that error read the unmapped header and the
+// process died of SIGSEGV).
+func TestOpenHeaderless(t *testing.T) {
+	tests := []struct {
+		name    string
+		count   uint32
+		wantErr bool
+	}{
+		{"never initialised", 0, false},
+		{"count past max", 11, true},
+		{"negative count", 1 << 31, true},
+		{"valid empty", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hdr := make([]byte, FileSize(4, 10))
+			binary.BigEndian.PutUint32(hdr[36:], tt.count)
+			if err := os.WriteFile(filepath.Join(dir, "20261202190000000"), hdr, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(Options{Dir: dir, SlotNum: 4, IndexNum: 10})
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "bad index count") {
+					s.Close()
+					t.Fatalf("Open = %v, want a bad index count error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Put("t#a", 100, 5000); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Query("t#a", 10, 0, 1<<62); len(got) != 1 || got[0] != 100 {
+				t.Fatalf("Query = %v, want [100]", got)
+			}
+			if s.Files() != 1 {
+				t.Fatalf("%d files, want the existing one reused", s.Files())
+			}
+		})
 	}
 }
