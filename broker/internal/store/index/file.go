@@ -87,7 +87,12 @@ func (x *file) entryPos(i int) int {
 // keyHash is Java's indexKeyHashMethod: |String.hashCode|, 0 when the
 // absolute value overflows.
 func keyHash(key string) int32 {
-	h := int32(protocol.TagsHashCode(key))
+	return absHash(int32(protocol.TagsHashCode(key)))
+}
+
+// absHash is Java's Math.abs of a String.hashCode as indexKeyHashMethod
+// uses it: |h|, and 0 for math.MinInt32, whose absolute value overflows.
+func absHash(h int32) int32 {
 	if h < 0 {
 		h = -h
 	}
@@ -115,13 +120,7 @@ func topicKeyHash(topic string, key []byte) int32 {
 		}
 		h = 31*h + int32(c)
 	}
-	if h < 0 {
-		h = -h
-	}
-	if h < 0 {
-		h = 0
-	}
-	return h
+	return absHash(h)
 }
 
 // put adds an entry with key hash h; false when the file is full.

@@ -3,6 +3,7 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,22 @@ func TestKeyHash(t *testing.T) {
 	for _, tc := range tests {
 		if got := keyHash(tc.key); got != tc.want {
 			t.Errorf("keyHash(%q) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+func TestAbsHash(t *testing.T) {
+	tests := []struct{ h, want int32 }{
+		{0, 0},
+		{99162322, 99162322},
+		{-99162322, 99162322},
+		{math.MaxInt32, math.MaxInt32},
+		{-math.MaxInt32, math.MaxInt32},
+		{math.MinInt32, 0}, // |h| overflows
+	}
+	for _, tc := range tests {
+		if got := absHash(tc.h); got != tc.want {
+			t.Errorf("absHash(%d) = %d, want %d", tc.h, got, tc.want)
 		}
 	}
 }
