@@ -656,6 +656,11 @@ func TestStartReadsRecallsBeforeDelivering(t *testing.T) {
 	send(t, svc, st, newMsg("Orders", 0, "", map[string]string{PropDelUniqKey: "victim"}))
 	sendAt(t, svc, st, "Orders", "sentinel", now.Add(60*time.Millisecond))
 	waitFor(t, "the victim due", 5*time.Second, func() bool { return time.Now().After(victimDue) })
+	// The store dispatches to the timer queue after PutMessage returns:
+	// the three must be in the queue when the service starts, as on a
+	// promoted replica, or the marker can arrive only after the victim
+	// was delivered (1 run in 40 under load).
+	waitFor(t, "the timer queue holding the three", 5*time.Second, func() bool { return st.MaxOffset(Topic, 0) == 3 })
 	st.SetDispatchListener(func(tp string, _ int32, _, _ int64, _ []byte) {
 		if tp == Topic {
 			svc.Notify()
