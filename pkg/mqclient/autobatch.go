@@ -3,7 +3,6 @@ package mqclient
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +161,9 @@ func (b *batcher) sendSync(ctx context.Context, msg *Message, o *outgoing) (res 
 	if r == nil {
 		return nil, nil, false
 	}
+	if err := ctx.Err(); err != nil { // joining a batch would only be undone
+		return nil, sendEnded(o.topic, err), true
+	}
 	// Shutdown waits for it as for a SendAsync: it sends the open batches
 	// and must not close the connections under them
 	b.p.async.Add(1)
@@ -181,7 +183,7 @@ func (b *batcher) sendSync(ctx context.Context, msg *Message, o *outgoing) (res 
 			return r.res, r.err, true
 		default:
 		}
-		return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, ctx.Err()), true
+		return nil, sendEnded(o.topic, ctx.Err()), true
 	}
 }
 
@@ -271,7 +273,7 @@ func (b *batcher) keyed(o *outgoing) bool { return o.sharded || b.p.s.selector !
 // as a plain send does.
 func (b *batcher) sendLone(ctx context.Context, o *outgoing, q Queue) (*SendResult, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: topic %s: %w", ErrSendFailed, o.topic, err)
+		return nil, sendEnded(o.topic, err)
 	}
 	if b.keyed(o) {
 		o.queue = &q
@@ -341,7 +343,7 @@ func (b *batcher) send(l *lot) {
 	calls := l.calls[:0]
 	for _, c := range l.calls {
 		if err := c.ctx.Err(); err != nil { // gave up while waiting: not sent
-			b.answer(c, nil, err)
+			b.answer(c, nil, sendEnded(c.o.topic, err))
 			continue
 		}
 		calls = append(calls, c)

@@ -299,7 +299,8 @@ func waitsIn(p *Producer, m *Message) bool {
 }
 
 // A caller whose context ends while its message waits in a batch gets
-// the context's error; the others of the batch are still sent.
+// what Send gets then, ErrSendFailed wrapping the context's error; the
+// others of the batch are still sent.
 func TestAutoBatchCallerGivesUp(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	ns := startFakeNameServer(t, "orders", 1, a)
@@ -317,7 +318,7 @@ func TestAutoBatchCallerGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait(t)
-	if !errors.Is(r.errs[1], context.Canceled) {
+	if !errors.Is(r.errs[1], context.Canceled) || !errors.Is(r.errs[1], ErrSendFailed) {
 		t.Errorf("the cancelled caller got %v", r.errs[1])
 	}
 	if r.errs[0] != nil || r.errs[2] != nil {

@@ -301,12 +301,16 @@ func (p *Producer) SendTo(ctx context.Context, msg *Message, q Queue) (*SendResu
 
 // SendAsync sends msg in the background and calls cb exactly once with
 // the result, from a producer goroutine, unless it returns an error itself
-// (invalid message, producer not running). ctx bounds the whole send,
-// retries included. SendAsync blocks while 10000 sends of this producer are
-// pending. For a result channel, send from cb into a buffered channel.
-// With WithAutoBatch, msg may wait up to the linger to go in one request
-// with other SendAsync messages to its queue (autobatch.go); cb still gets
-// msg's own result, or the batch's error.
+// (invalid message, producer not running, or an interceptor's refusal).
+// ctx bounds the whole send, retries included. SendAsync blocks while
+// 10000 sends of this producer are pending. For a result channel, send
+// from cb into a buffered channel. With WithAutoBatch, msg may wait up to
+// the linger to go in one request with other SendAsync messages to its
+// queue (autobatch.go); cb still gets msg's own result, or the batch's
+// error. A ctx that has ended (before the call, or while SendAsync waits
+// for a free slot) is an outcome like any other: SendAsync returns nil,
+// sends nothing, and cb gets what Send returns then, ErrSendFailed
+// wrapping ctx's error.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if err := p.running(); err != nil {
 		return err
@@ -319,10 +323,17 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		p.after(ctx, nil, err, msg)
 		return err
 	}
+	// checked first: a select on a free slot and an ended ctx picks
+	// either at random
+	if err := ctx.Err(); err != nil {
+		p.asyncEnded(ctx, msg, o, cb, err)
+		return nil
+	}
 	select {
 	case p.asyncSem <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		p.asyncEnded(ctx, msg, o, cb, ctx.Err())
+		return nil
 	}
 	p.async.Add(1)
 	if p.batch != nil && p.batch.add(ctx, msg, o, cb) {
@@ -340,6 +351,29 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		}
 	})
 	return nil
+}
+
+// asyncEnded answers a SendAsync whose ctx ended (err) before it took a
+// slot: nothing is sent; the interceptors and cb get sendEnded's error
+// from a producer goroutine, as any other outcome, and Shutdown waits for
+// them.
+func (p *Producer) asyncEnded(ctx context.Context, msg *Message, o *outgoing, cb func(*SendResult, error), err error) {
+	err = sendEnded(o.topic, err)
+	p.async.Add(1)
+	workers.Shared().Go(func() {
+		defer p.async.Done()
+		p.after(ctx, nil, err, msg)
+		if cb != nil {
+			cb(nil, err)
+		}
+	})
+}
+
+// sendEnded is the error of a send whose context ended (err) before it
+// was sent: ErrSendFailed wrapping err, as when every attempt failed, for
+// Send, SendAsync's callback and a message that gave up in a batch alike.
+func sendEnded(topic string, err error) error {
+	return fmt.Errorf("%w: topic %s: %w", ErrSendFailed, topic, err)
 }
 
 // SendOneway writes msg to a broker without waiting for an answer (the
@@ -536,6 +570,11 @@ func staleRoute(err error) bool {
 }
 
 func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendResult, error) {
+	if err := ctx.Err(); err != nil {
+		// nothing to try: no route lookup, no sequence taken (idempotence.go),
+		// and no expired deadline mistaken for a broker's timeout
+		return nil, sendEnded(o.topic, err)
+	}
 	var lastErr error
 	lastBroker := ""
 	// an attempt whose outcome is unknown pins the retries to its queue,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,4 +304,119 @@ func routeNameServer(t *testing.T, addr string) (*atomic.Value, string) {
 		return resp
 	})
 	return &master, startServer(t, ns)
+}
+
+// afterCount counts AfterSend calls and keeps the errors they saw.
+type afterCount struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (*afterCount) BeforeSend(context.Context, *Message) error { return nil }
+
+func (a *afterCount) AfterSend(_ context.Context, _ *Message, _ *SendResult, err error) {
+	a.mu.Lock()
+	a.errs = append(a.errs, err)
+	a.mu.Unlock()
+}
+
+// A send whose context has already ended sends nothing and ends the same
+// way every time, on every path: Send returns, and SendAsync's callback
+// gets, ErrSendFailed wrapping the context's error; SendAsync itself
+// returns nil and calls cb exactly once; the interceptors see that error
+// too; the broker is not taken for unreachable. Each case runs many
+// times: SendAsync used to choose at random (a select on a free slot and
+// ctx.Done) between returning the bare context error without calling cb
+// and calling cb with ErrSendFailed.
+func TestSendEndedContext(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancelExpired()
+	ctxs := []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"canceled", canceled, context.Canceled},
+		{"expired", expired, context.DeadlineExceeded},
+	}
+	paths := []struct {
+		name  string
+		batch time.Duration // WithAutoBatch's linger; 0: off
+		busy  bool          // a request to the queue is in flight: a message would join a batch
+	}{
+		{"plain", 0, false},
+		{"batcher, idle queue", time.Hour, false},
+		{"batcher, busy queue", time.Hour, true},
+	}
+	const runs = 200
+	for _, call := range []string{"Send", "SendAsync"} {
+		for _, path := range paths {
+			for _, c := range ctxs {
+				t.Run(call+"/"+path.name+"/"+c.name, func(t *testing.T) {
+					a := newFakeBroker(t, "broker-a")
+					ns := startFakeNameServer(t, "orders", 1, a)
+					after := &afterCount{}
+					p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"),
+						WithAutoBatch(path.batch, 0), WithSendInterceptors(after))
+					// caches the route: later messages may join a batch
+					if _, err := p.Send(context.Background(), &Message{Topic: "orders", Body: []byte("first")}); err != nil {
+						t.Fatal(err)
+					}
+					if path.busy {
+						holdQueues(p, "orders", 1)
+					}
+					var calls atomic.Int32
+					for i := range runs {
+						m := &Message{Topic: "orders", Body: []byte("late")}
+						var err error
+						switch call {
+						case "Send":
+							_, err = p.Send(c.ctx, m)
+						case "SendAsync":
+							got := make(chan error, 1)
+							if rerr := p.SendAsync(c.ctx, m, func(_ *SendResult, err error) {
+								calls.Add(1)
+								got <- err
+							}); rerr != nil {
+								t.Fatalf("run %d: SendAsync returned %v, want nil and the outcome in cb", i, rerr)
+							}
+							select {
+							case err = <-got:
+							case <-time.After(30 * time.Second):
+								t.Fatalf("run %d: no callback within 30 s", i)
+							}
+						}
+						if !errors.Is(err, ErrSendFailed) || !errors.Is(err, c.want) {
+							t.Fatalf("run %d: %v, want ErrSendFailed wrapping %v", i, err, c.want)
+						}
+					}
+					if err := p.Shutdown(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					if call == "SendAsync" && calls.Load() != runs {
+						t.Errorf("%d callbacks for %d SendAsync calls", calls.Load(), runs)
+					}
+					if n := a.sends.Load(); n != 1 {
+						t.Errorf("the broker got %d sends, want only the first", n)
+					}
+					after.mu.Lock()
+					defer after.mu.Unlock()
+					if len(after.errs) != runs+1 {
+						t.Errorf("%d AfterSend calls, want %d", len(after.errs), runs+1)
+					}
+					for _, err := range after.errs[1:] {
+						if !errors.Is(err, ErrSendFailed) || !errors.Is(err, c.want) {
+							t.Errorf("AfterSend got %v", err)
+							break
+						}
+					}
+					if !p.c.unreachable.available(a.addr) {
+						t.Error("the broker was isolated for a send that never left")
+					}
+				})
+			}
+		}
+	}
 }
