@@ -19,9 +19,15 @@ import (
 )
 
 // Timings of the in-process clusters: real hashicorp/raft over real TCP
-// loopback, with short timeouts so elections take well under a second.
+// loopback. The Raft timeouts are the production defaults (1 s, a leader
+// lease of 0.5 s): with 150 ms (a 75 ms lease) a loaded test machine
+// delayed heartbeats past the lease, leadership moved in the middle of
+// the tests, and an apply the old leader answered "leadership lost while
+// committing log" was retried after it had committed (TestClusterQuorumLoss
+// fenced by its own change), or a new leader's liveness grace elected the
+// dead master again (TestClusterNoUncleanElection): 2 failed runs in 6.
 const (
-	testRaftTimeout   = 150 * time.Millisecond
+	testRaftTimeout   = DefaultRaftHeartbeat
 	testBrokerTimeout = 1500 * time.Millisecond
 	testScan          = 50 * time.Millisecond
 	testHeartbeat     = 100 * time.Millisecond
