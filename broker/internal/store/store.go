@@ -148,6 +148,9 @@ type Store struct {
 	// Truncate takes it to stop both.
 	runMu sync.Mutex
 	dwake chan struct{}
+	// dpolling: the dispatcher is polling, appends do not wake it
+	// (dispatchLoop).
+	dpolling atomic.Bool
 
 	indexTS  atomic.Int64 // store time of the last checkpointed index flush
 	messages atomic.Int64
@@ -199,7 +202,7 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 		// SYNC_FLUSH always warms: see the segment package comment.
 		Warm:          cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
 		PretouchAhead: cfg.CommitLogPretouchAhead,
-		OnAppend:      s.wakeDispatcher,
+		OnAppend:      s.appendWake,
 	})
 	if err != nil {
 		return nil, err
