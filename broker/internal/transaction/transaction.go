@@ -845,9 +845,10 @@ func (s *Service) park(p *pending, half *protocol.MessageExt) {
 	}
 	s.mu.Lock()
 	p.parked = true
+	checks := p.checks
 	s.mu.Unlock()
 	s.log.Warn("half message parked after the maximum number of checks; resume or force a decision with mqadmin",
-		"halfQueueOffset", p.queueOffset, "msgId", p.uniqKey, "group", p.group, "checks", p.checks, "topic", CheckMaxTopic)
+		"halfQueueOffset", p.queueOffset, "msgId", p.uniqKey, "group", p.group, "checks", checks, "topic", CheckMaxTopic)
 }
 
 // Resume restarts checks of a parked (or pending) half message with a
@@ -886,23 +887,22 @@ func (s *Service) Force(ctx context.Context, halfQueueOffset int64, d Decision, 
 	return s.End(ctx, EndRequest{TranStateTableOffset: halfQueueOffset, CommitLogOffset: p.phyOffset, Decision: d, Operator: operator})
 }
 
-// List returns the pending and parked half messages, oldest first.
+// List returns the pending and parked half messages, oldest first. The
+// fields of each are read under s.mu (the check loop updates checks and
+// nextCheck under it); the real topics are read from the store after.
 func (s *Service) List() []protocol.HalfMessage {
 	s.mu.Lock()
-	ps := make([]*pending, 0, len(s.pend))
+	out := make([]protocol.HalfMessage, 0, len(s.pend))
 	for _, p := range s.pend {
-		ps = append(ps, p)
+		out = append(out, protocol.HalfMessage{QueueOffset: p.queueOffset, CommitLogOffset: p.phyOffset, ProducerGroup: p.group,
+			MsgID: p.uniqKey, StoreTime: p.storeTime, Checks: p.checks, NextCheck: p.nextCheck, Parked: p.parked})
 	}
 	s.mu.Unlock()
-	sort.Slice(ps, func(i, j int) bool { return ps[i].queueOffset < ps[j].queueOffset })
-	out := make([]protocol.HalfMessage, 0, len(ps))
-	for _, p := range ps {
-		info := protocol.HalfMessage{QueueOffset: p.queueOffset, CommitLogOffset: p.phyOffset, ProducerGroup: p.group, MsgID: p.uniqKey,
-			StoreTime: p.storeTime, Checks: p.checks, NextCheck: p.nextCheck, Parked: p.parked}
-		if m, err := s.o.Store.LookMessage(p.phyOffset); err == nil {
-			info.Topic = m.Property(protocol.PropRealTopic)
+	sort.Slice(out, func(i, j int) bool { return out[i].QueueOffset < out[j].QueueOffset })
+	for i := range out {
+		if m, err := s.o.Store.LookMessage(out[i].CommitLogOffset); err == nil {
+			out[i].Topic = m.Property(protocol.PropRealTopic)
 		}
-		out = append(out, info)
 	}
 	return out
 }

@@ -509,3 +509,46 @@ func TestServiceRetriesCommitNotStored(t *testing.T) {
 		t.Fatalf("visible = %d after another round, want 1", n)
 	}
 }
+
+// TestListWhileChecking: List reads what the check rounds update (the
+// check count and the next check time) under the service's lock; under
+// -race an operator's listing during a round was a data race.
+func TestListWhileChecking(t *testing.T) {
+	clk := newClock()
+	e := openEnv(t, t.TempDir(), clk)
+	defer e.close()
+	for i := 0; i < 20; i++ {
+		e.half("k" + strconv.Itoa(i))
+	}
+	done := make(chan struct{})
+	listed := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				listed <- n
+				return
+			default:
+				n += len(e.svc.List())
+			}
+		}
+	}()
+	for round := 1; round <= 2; round++ {
+		clk.advance(2 * time.Second)
+		e.svc.round()
+	}
+	close(done)
+	if n := <-listed; n == 0 {
+		t.Log("no listing overlapped the rounds")
+	}
+	list := e.svc.List()
+	if len(list) != 20 {
+		t.Fatalf("%d half messages listed, want 20", len(list))
+	}
+	for _, h := range list {
+		if h.Checks != 2 || h.Parked {
+			t.Fatalf("half %d: %d checks (parked %v), want 2 after two rounds", h.QueueOffset, h.Checks, h.Parked)
+		}
+	}
+}
