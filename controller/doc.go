@@ -25,7 +25,9 @@
 // node: brokers heartbeat every node, so each node knows who is alive and a
 // new leader needs no replicated liveness. Liveness is deliberately not in
 // the log (it would write the log on every heartbeat); a new leader gives
-// every broker one heartbeat timeout of grace before it can find it dead.
+// every broker one heartbeat timeout of grace before it can find it dead,
+// and so does a leader whose scan ran late by more than half a heartbeat
+// timeout (it was stalled: heartbeats may wait unread in its sockets).
 //
 // # Elections
 //

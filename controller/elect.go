@@ -97,7 +97,9 @@ func (c *Controller) electionDone(trigger string, res *result, before *Group) {
 
 // scanLoop is the leader's watch over masters: every ScanInterval it
 // elects a new master for each group whose master is dead, and for each
-// group without a master whose in-sync replica came back.
+// group without a master whose in-sync replica came back. A tick that
+// comes late by more than half the heartbeat timeout (this node was
+// stalled) restarts the liveness grace instead (liveTable.scanned).
 func (c *Controller) scanLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.opts.ScanInterval)
@@ -107,9 +109,15 @@ func (c *Controller) scanLoop() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			if c.IsLeader() {
-				c.scan()
+			stalled := c.live.scanned(c.opts.ScanInterval)
+			if !c.IsLeader() {
+				continue
 			}
+			if stalled {
+				c.log.Warn("the scan for dead masters ran late (this node was stalled): broker liveness grace restarted", "scan_interval", c.opts.ScanInterval)
+				continue
+			}
+			c.scan()
 		}
 	}
 }

@@ -30,11 +30,12 @@ type liveInfo struct {
 // it became leader counts as heard at that moment (grace: a fresh leader
 // never declares every broker dead at once).
 type liveTable struct {
-	mu      sync.Mutex
-	m       map[liveKey]liveInfo
-	since   time.Time
-	timeout time.Duration
-	now     func() time.Time
+	mu       sync.Mutex
+	m        map[liveKey]liveInfo
+	since    time.Time
+	lastScan time.Time
+	timeout  time.Duration
+	now      func() time.Time
 }
 
 func newLiveTable(timeout time.Duration, now func() time.Time) *liveTable {
@@ -64,6 +65,25 @@ func (t *liveTable) restartGrace() {
 	t.mu.Lock()
 	t.since = t.now()
 	t.mu.Unlock()
+}
+
+// scanned records a tick of the scan loop, due every interval, and
+// reports whether it came late by more than half the heartbeat timeout:
+// the node itself was stalled (the machine, the process), so heartbeats
+// sent meanwhile may still wait unread in its sockets, and a broker's
+// silence says nothing. It then restarts the grace period, as a new
+// leader does, so that no broker is found dead on the stall's account.
+func (t *liveTable) scanned(interval time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	prev := t.lastScan
+	t.lastScan = now
+	if prev.IsZero() || now.Sub(prev) <= interval+t.timeout/2 {
+		return false
+	}
+	t.since = now
+	return true
 }
 
 // alive reports whether the broker was heard within its timeout.

@@ -85,3 +85,46 @@ func TestLiveTable(t *testing.T) {
 		t.Fatal("broker dead right after a leadership change")
 	}
 }
+
+// TestLiveTableScanStall: a scan tick that comes late by more than half
+// the heartbeat timeout (the controller itself was stalled, and the
+// heartbeats sent meanwhile are not read yet) restarts the grace period;
+// ticks on time change nothing.
+func TestLiveTableScanStall(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	lt := newLiveTable(2*time.Second, clock)
+	const interval = 50 * time.Millisecond
+	if lt.scanned(interval) {
+		t.Fatal("first tick counted as a stall")
+	}
+	lt.heard("b", 1, liveInfo{Addr: "a"})
+	for i, tc := range []struct {
+		after   time.Duration
+		stalled bool
+		alive   bool
+	}{
+		{interval, false, true},
+		{time.Second, false, true},            // late, by less than timeout/2
+		{1150 * time.Millisecond, true, true}, // 2.2 s after the heartbeat: alive by the grace
+		{interval, false, true},
+	} {
+		now = now.Add(tc.after)
+		if got := lt.scanned(interval); got != tc.stalled {
+			t.Fatalf("tick %d (+%v): stalled %v, want %v", i, tc.after, got, tc.stalled)
+		}
+		if got := lt.alive("b", 1); got != tc.alive {
+			t.Fatalf("tick %d (+%v): alive %v, want %v", i, tc.after, got, tc.alive)
+		}
+	}
+	// ticks on time: the grace runs out, the silent broker is dead
+	for range 40 {
+		now = now.Add(interval)
+		if lt.scanned(interval) {
+			t.Fatal("a tick on time counted as a stall")
+		}
+	}
+	if lt.alive("b", 1) {
+		t.Fatal("broker alive 2 s after the grace began, without a heartbeat")
+	}
+}
