@@ -55,6 +55,11 @@ type Config struct {
 	// consumer) for TraceFor from the end of the warm-up.
 	TraceOut string        `json:"-"`
 	TraceFor time.Duration `json:"-"`
+	// MemProfile receives the process's allocation profile (pprof
+	// "allocs": everything allocated since start) at the end of the run.
+	MemProfile string `json:"-"`
+	// CPUProfile receives a CPU profile of the process for the whole run.
+	CPUProfile string `json:"-"`
 }
 
 func parseConfig(args []string, stderr io.Writer) (Config, error) {
@@ -94,6 +99,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "abort the run after this long")
 	fs.StringVar(&c.TraceOut, "trace", "", "write a runtime/trace of mqbench (producers and consumers) to this `file`, from the end of the warm-up for -trace-for (go tool trace reads it)")
 	fs.DurationVar(&c.TraceFor, "trace-for", 2*time.Second, "how long -trace traces")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of mqbench (the whole run, set-up included) to this `file` (go tool pprof reads it)")
+	fs.StringVar(&c.MemProfile, "memprofile", "", "write mqbench's allocation profile (pprof allocs, the whole run) to this `file` at the end (go tool pprof -sample_index=alloc_space reads it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -52,7 +53,23 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer drv.Close()
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := Execute(ctx, cfg, drv, progress)
+	if cfg.MemProfile != "" {
+		if perr := writeMemProfile(cfg.MemProfile); perr != nil && err == nil {
+			err = perr
+		}
+	}
 	if res != nil {
 		res.writeText(text)
 		if cfg.JSONOut != "" {
@@ -62,6 +79,19 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	return err
+}
+
+// writeMemProfile writes the allocs profile of the process to path.
+func writeMemProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-memprofile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("-memprofile: %w", err)
+	}
+	return f.Close()
 }
 
 func writeResultJSON(path string, stdout io.Writer, res *Result) error {

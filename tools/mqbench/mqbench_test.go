@@ -33,6 +33,8 @@ func TestSmoke(t *testing.T) {
 		{"rate", []string{"-mode", "produce", "-send", "sync", "-rate", "400", "-duration", "500ms", "-warmup", "100ms"}, []string{"produce"}},
 		{"backlog", []string{"-mode", "backlog", "-count", "500", "-batch", "50", "-queues", "4"}, []string{"preload", "consume"}},
 		{"e2e", []string{"-mode", "e2e", "-send", "async", "-inflight", "8", "-rate", "300", "-duration", "1s", "-warmup", "0s"}, []string{"e2e"}},
+		// smoke adds -cpuprofile and -memprofile files and checks them.
+		{"profiles", []string{"-mode", "produce", "-send", "sync", "-count", "100"}, []string{"produce"}},
 	}
 	for _, target := range []string{"tide", "tide-official"} {
 		for _, tc := range tests {
@@ -44,6 +46,10 @@ func TestSmoke(t *testing.T) {
 func smoke(t *testing.T, target, ns, mode string, extra, want []string) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	args := append([]string{"-target", target, "-addr", ns, "-q", "-json", out, "-timeout", "60s"}, extra...)
+	cpuProf, memProf := filepath.Join(t.TempDir(), "cpu.pprof"), filepath.Join(t.TempDir(), "mem.pprof")
+	if mode == "profiles" {
+		args = append(args, "-cpuprofile", cpuProf, "-memprofile", memProf)
+	}
 	var stdout, stderr bytes.Buffer
 	if err := runMain(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("mqbench %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
@@ -66,6 +72,13 @@ func smoke(t *testing.T, target, ns, mode string, extra, want []string) {
 	}
 	if mode == "e2e" && (r.Phases[0].E2E == nil || r.Phases[0].E2E.Count == 0) {
 		t.Errorf("no end-to-end latency: %+v", r.Phases[0])
+	}
+	if mode == "profiles" {
+		for _, f := range []string{cpuProf, memProf} {
+			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+				t.Errorf("profile %s not written: %v", f, err)
+			}
+		}
 	}
 	if !strings.Contains(stdout.String(), "msgs/s") {
 		t.Errorf("text summary missing: %q", stdout.String())
