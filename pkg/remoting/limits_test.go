@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -178,7 +180,7 @@ func TestTLS(t *testing.T) {
 
 func TestReadFrameGrowsWithData(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{0, 10, frameChunk, frameChunk + 1, 3<<20 + 7} {
+	for _, n := range []int{0, 10, frameChunk, frameChunk + 1, 2*frameChunk - 1, 2 * frameChunk, 280 << 10, 3<<20 + 7} {
 		src := make([]byte, n)
 		for i := range src {
 			src[i] = byte(i * 7)
@@ -187,10 +189,36 @@ func TestReadFrameGrowsWithData(t *testing.T) {
 		if err != nil || !bytes.Equal(got, src) {
 			t.Fatalf("n=%d: err %v, equal %v", n, err, bytes.Equal(got, src))
 		}
+		if len(got) != n || cap(got) > n+512 {
+			t.Fatalf("n=%d: len %d cap %d, want a buffer of the frame's size", n, len(got), cap(got))
+		}
+		// A reader that returns a little at a time (as a socket does).
+		got, err = readFrame(iotest.HalfReader(bytes.NewReader(src)), n)
+		if err != nil || !bytes.Equal(got, src) {
+			t.Fatalf("n=%d, half reads: err %v, equal %v", n, err, bytes.Equal(got, src))
+		}
 		if n > 10 {
 			if _, err := readFrame(bytes.NewReader(src[:n/2]), n); err == nil {
 				t.Fatalf("n=%d: short input read without error", n)
 			}
 		}
+	}
+}
+
+// BenchmarkReadFrame reads one frame body of each size (a send response,
+// a pull of about 90 and of 256 1 KiB messages); B/op is what a frame
+// costs the collector.
+func BenchmarkReadFrame(b *testing.B) {
+	for _, n := range []int{200, 100 << 10, 280 << 10} {
+		src := make([]byte, n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if _, err := readFrame(bytes.NewReader(src), n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
