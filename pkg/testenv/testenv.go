@@ -65,9 +65,10 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port free at the time of
-// the call, for a server the test starts (the port may be taken again
-// before it binds, which is rare enough for tests).
+// FreeAddr returns a 127.0.0.1 address for a server the test starts
+// later: its port was free at the time of the call and lies outside the
+// kernel's ephemeral range, so no outgoing connection takes it meanwhile
+// (ports.go).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	p, err := freePort()
@@ -75,15 +76,6 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("127.0.0.1:%d", p)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func lookBin(names ...string) string {
