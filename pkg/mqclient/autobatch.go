@@ -18,11 +18,18 @@ import (
 // queue instead of sending it alone. A batch is sent (SEND_BATCH_MESSAGE,
 // one request) when adding the next message would take it over the byte
 // limit, when it reaches the limit, when the linger has passed since its
-// first message, or when no earlier request of the batcher to its queue
-// is in flight any more (Nagle's rule, as a group commit: a message to an
-// idle queue goes at once, alone, so a producer that sends rarely pays no
-// linger; while a request is in flight the next ones gather behind it);
-// Shutdown sends every open batch at once. The broker stores a
+// first message, or when a request of the batcher to its broker ends and
+// none to its own queue is left in flight (Nagle's rule per broker, as a
+// group commit: a message goes at once, alone, only when nothing of the
+// batcher is in flight to its broker, so a producer that sends rarely
+// pays no linger; while a request is in flight the next ones gather
+// behind it, those to other queues too); Shutdown sends every open batch
+// at once. Per broker rather than per queue: with the per-queue rule the
+// first message after a full batch found the next queue idle and went
+// alone, so about every other request carried one message (a SYNC_FLUSH
+// group commit covered 2.5 requests of 24 messages; now 1.2 of 25), and
+// each request costs both sides CPU (docs/benchmarks/analysis.md, Levers,
+// "Group commit under SYNC_FLUSH"). The broker stores a
 // batch's messages with consecutive queue offsets in the order they
 // joined it and answers with their broker ids and the first offset, from
 // which each caller gets its own SendResult (its own MsgID, OffsetMsgID,
@@ -35,11 +42,11 @@ import (
 // Send blocks until its own message's result, as without batching. A
 // single goroutine's Sends each find their queue idle (the previous one
 // was answered) and go at once, alone, from the caller's goroutine: one
-// synchronous sender is not slowed down. Concurrent Sends to a queue that
-// has a request in flight wait for it to end, then go together; where
+// synchronous sender is not slowed down. Concurrent Sends while a request
+// to their broker is in flight wait for one to end, then go together; where
 // RocketMQ 5's ProduceAccumulator holds a synchronous send until its
 // batch is full or holdMs (10 ms) passes, Nagle's rule sends as soon as
-// the queue is free. SEND_OK means what it means for a lone message: the
+// the broker answers. SEND_OK means what it means for a lone message: the
 // broker answers a batch only after the flush (SYNC_FLUSH) and the
 // replication (SYNC_MASTER) of all of it, and a batch answered with
 // FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE gives
@@ -77,10 +84,13 @@ type batcher struct {
 	linger   time.Duration
 	maxBytes int
 
-	mu     sync.Mutex
-	open   map[Queue]*lot
-	busy   map[Queue]int    // batches (or lone messages) of the batcher in flight per queue
-	sticky map[string]Queue // topic → the queue its unkeyed messages join
+	mu   sync.Mutex
+	open map[Queue]*lot
+	busy map[Queue]int // batches (or lone messages) of the batcher in flight per queue
+	// inflight counts busy per broker name: a message goes alone only
+	// when nothing of the batcher is in flight to its broker
+	inflight map[string]int
+	sticky   map[string]Queue // topic → the queue its unkeyed messages join
 }
 
 // lot is one open batch.
@@ -116,7 +126,7 @@ func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
 		maxBytes = defaultAutoBatchBytes
 	}
 	return &batcher{p: p, linger: linger, maxBytes: min(maxBytes, p.s.maxMessageSize),
-		open: map[Queue]*lot{}, busy: map[Queue]int{}, sticky: map[string]Queue{}}
+		open: map[Queue]*lot{}, busy: map[Queue]int{}, inflight: map[string]int{}, sticky: map[string]Queue{}}
 }
 
 // batchable reports whether msg (encoded as o) may join a batch.
@@ -136,7 +146,7 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 	}
 	c := pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
 	if q, alone, _ := b.join(c, r); alone {
-		// alone to an idle queue: SendAsync must not block on it
+		// alone to an idle broker: SendAsync must not block on it
 		workers.Shared().Go(func() {
 			res, err := b.sendLone(ctx, o, q)
 			b.answer(&c, res, err)
@@ -149,7 +159,7 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 // sendSync is Send through the batcher: msg joins its queue's batch like
 // a SendAsync and the caller waits for its own result. ok is false when
 // msg may not be batched (then the caller sends it alone, as without
-// auto-batching). A message to an idle queue is sent at once, alone and
+// auto-batching). A message to an idle broker is sent at once, alone and
 // from the caller's goroutine, so a single synchronous sender (each Send
 // waits for the previous one) never waits for a linger and pays no
 // goroutine hand-off. When ctx ends while the message waits in an open
@@ -201,14 +211,15 @@ func (b *batcher) eligible(msg *Message, o *outgoing) *route {
 }
 
 // join chooses c's queue (r: its topic's route). When nothing of the
-// batcher is in flight to that queue and no batch of it is open, join
-// counts c in flight there and returns the queue with alone set: the
+// batcher is in flight to that queue's broker and no batch of the queue
+// is open, join counts c in flight there and returns the queue with
+// alone set: the
 // caller sends c itself (sendLone), then calls sent; no batch is made
 // and c is not copied to the heap, so a lone message costs no more than
 // without batching. Otherwise c (a copy on the heap, returned as pc; a
 // Send's with its done channel) joins the queue's open batch, which is
-// sent by its linger, by the end of the request in flight to its queue,
-// or by a worker (it is full).
+// sent by its linger, by the end of a request to its broker (once its
+// queue has none in flight), or by a worker (it is full).
 func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendingSend) {
 	msg, o := c.msg, c.o
 	keyed := b.keyed(o)
@@ -224,9 +235,10 @@ func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendin
 		b.sticky[o.topic] = q
 	}
 	l := b.open[q]
-	if l == nil && b.busy[q] == 0 {
-		// nothing in flight to q: waiting would only add latency
+	if l == nil && b.inflight[q.BrokerName] == 0 {
+		// nothing in flight to q's broker: waiting would only add latency
 		b.busy[q]++
+		b.inflight[q.BrokerName]++
 		if s, ok := b.sticky[o.topic]; ok && s == q {
 			delete(b.sticky, o.topic)
 		}
@@ -255,7 +267,7 @@ func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendin
 	l.calls = append(l.calls, pc)
 	l.size += size
 	switch {
-	case l.size >= b.maxBytes || b.busy[q] == 0:
+	case l.size >= b.maxBytes || b.inflight[q.BrokerName] == 0:
 		b.closeLocked(l)
 	case l.timer == nil:
 		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
@@ -319,20 +331,28 @@ func (b *batcher) detachLocked(l *lot) {
 		l.timer.Stop()
 	}
 	b.busy[l.q]++
+	b.inflight[l.q.BrokerName]++
 }
 
-// sent records that a request to q ended; when none is left in flight,
-// q's open batch goes at once: it gathered what arrived meanwhile, and
-// waiting for the rest of its linger would gain nothing.
+// sent records that a request to q ended. Each open batch of q's broker
+// whose queue has no request left in flight goes at once: it gathered
+// what arrived while the broker was busy, and waiting for the rest of
+// its linger would gain nothing. A request's end is when the broker has
+// stored (and, SYNC_FLUSH, flushed) what it carried: the batch sent now
+// joins its next group commit, with the other queues' batches.
 func (b *batcher) sent(q Queue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.busy[q]--; b.busy[q] > 0 {
-		return
+	if b.inflight[q.BrokerName]--; b.inflight[q.BrokerName] <= 0 {
+		delete(b.inflight, q.BrokerName)
 	}
-	delete(b.busy, q)
-	if l := b.open[q]; l != nil {
-		b.closeLocked(l)
+	if b.busy[q]--; b.busy[q] <= 0 {
+		delete(b.busy, q)
+	}
+	for oq, l := range b.open {
+		if oq.BrokerName == q.BrokerName && b.busy[oq] == 0 {
+			b.closeLocked(l)
+		}
 	}
 }
 

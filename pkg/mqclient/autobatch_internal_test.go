@@ -98,6 +98,7 @@ func holdQueues(p *Producer, topic string, n int32) {
 	defer p.batch.mu.Unlock()
 	for i := range n {
 		p.batch.busy[Queue{Topic: topic, BrokerName: "broker-a", QueueID: i}]++
+		p.batch.inflight["broker-a"]++
 	}
 }
 
@@ -398,5 +399,44 @@ func TestAutoBatchSendEndedContext(t *testing.T) {
 	}
 	if codes, _ := sentBatches(t, a); len(codes) != 1 {
 		t.Errorf("the broker got %d requests, want only the first Send's", len(codes))
+	}
+}
+
+// A message to an idle queue of a broker that has a request of the
+// batcher in flight gathers behind it (Nagle's rule per broker), and the
+// batch goes when that request ends, though it was to another queue.
+func TestAutoBatchBusyBrokerGathers(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 2, a)
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	// a request to queue 0 in flight; queue 1 idle
+	q0 := Queue{Topic: "orders", BrokerName: "broker-a", QueueID: 0}
+	p.batch.mu.Lock()
+	p.batch.busy[q0]++
+	p.batch.inflight["broker-a"]++
+	p.batch.mu.Unlock()
+	r := newAsyncResults(3)
+	msgs := make([]*Message, 3)
+	for i := range msgs {
+		msgs[i] = &Message{Topic: "orders", Body: []byte("x")}
+		if err := p.SendAsync(context.Background(), msgs[i], r.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range msgs {
+		if !waitsIn(p, m) {
+			t.Fatalf("message %d did not wait in a batch while the broker had a request in flight", i)
+		}
+	}
+	p.batch.sent(q0) // the request to queue 0 ends
+	r.wait(t)
+	for i, err := range r.errs {
+		if err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	codes, keys := sentBatches(t, a)
+	if len(keys) != 1 || len(keys[0]) != 3 || codes[0] != protocol.SendBatchMessage {
+		t.Errorf("sent %v (codes %v), want one batch of the three", keys, codes)
 	}
 }

@@ -49,9 +49,9 @@
 // WithSendTimeout (3 s per attempt). SendAsync blocks only while 10 000
 // of its sends are pending; SendOneway only for the write. SendAsync and
 // concurrent Send calls gather messages to one queue into one batch
-// request while an earlier request to that queue is in flight
+// request while an earlier request to that broker is in flight
 // (WithAutoBatch, on by default, where RocketMQ 5's autoBatch is off:
-// measured to pay, see autobatch.go); a message to an idle queue goes at
+// measured to pay, see autobatch.go); a message to an idle broker goes at
 // once, alone, and each caller still gets its own result. Handlers and
 // callbacks run on client goroutines and must not block forever: a
 // handler that never returns holds its key (ordered) and its queue's

@@ -338,11 +338,12 @@ func WithIdempotence(on bool) Option { return func(s *settings) { s.idempotence 
 // WithAutoBatch sets the auto-batching of SendAsync and of concurrent
 // Send calls (autobatch.go): messages to the same queue go in one batch
 // request (SEND_BATCH_MESSAGE), sent at once when nothing of the producer
-// is in flight to that queue (so a producer that sends rarely, or a
-// single goroutine calling Send, waits for nothing), else when the
-// request in flight ends, when the batch holds maxBytes (encoded; 0 means
-// 32 KiB, capped at WithMaxMessageSize), or linger after its first
-// message, whichever comes first (RocketMQ 5's autoBatch, Kafka's
+// is in flight to that queue's broker (so a producer that sends rarely,
+// or a single goroutine calling Send, waits for nothing), else when a
+// request in flight to the broker ends (and none to the queue is
+// left), when the batch holds maxBytes (encoded; 0 means 32 KiB, capped
+// at WithMaxMessageSize), or linger after its first message, whichever
+// comes first (RocketMQ 5's autoBatch, Kafka's
 // linger.ms and batch.size). Each SendAsync and each Send still gets its
 // own result (MsgID, OffsetMsgID, QueueOffset, and the status of the
 // batch's answer: SEND_OK only after the broker flushed or replicated the
