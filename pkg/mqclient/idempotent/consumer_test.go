@@ -233,7 +233,8 @@ func TestRedisOnlyFailOpen(t *testing.T) {
 	}
 	var mu sync.Mutex
 	sent := map[string]int{}
-	c, err := New(nil, f.rdb, Options{Group: "g", Handler: "notify", RedisPolicy: FailOpen, Logger: tidetest.Logger()})
+	c, err := New(nil, f.rdb, Options{Group: "g", Handler: "notify", RedisPolicy: FailOpen,
+		RedisTimeout: testRedisTimeout, Logger: tidetest.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestHungRedisBoundedByRedisTimeout(t *testing.T) {
 	f := newFixture(t)
 	rdb := redis.NewClient(&redis.Options{Addr: f.redis.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	h := f.consumer(t, rdb, Options{RedisPolicy: FailClosedRetry}).Wrap(transfer)
+	h := f.consumer(t, rdb, Options{RedisPolicy: FailClosedRetry, RedisTimeout: Options{}.withDefaults().RedisTimeout}).Wrap(transfer)
 	// Set-up: the first call dials Redis and loads the scripts, which can
 	// take longer than RedisTimeout on a loaded machine: retried until done.
 	redeliver(t, h, msg("a", "1"), 20*time.Second)

@@ -27,7 +27,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	db := openDB(t, os.Getenv("IDEM_CRASH_DSN"))
 	rdb := newRedis(os.Getenv("IDEM_CRASH_REDIS"))
-	c, err := New(db, rdb, Options{Group: "payments", Handler: "transfer", ClaimTTL: crashClaimTTL})
+	c, err := New(db, rdb, Options{Group: "payments", Handler: "transfer", ClaimTTL: crashClaimTTL,
+		RedisTimeout: testRedisTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,17 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// testRedisTimeout is the RedisTimeout of the tests' consumers. They
+// count what each delivery found in Redis (claims, hits, fallbacks), and
+// past RedisTimeout a call counts as Redis failing: on a loaded 2-core
+// machine a healthy call (the first one dials and loads the scripts)
+// took longer than the 200 ms default now and then, which made one
+// fallback too many (TestRedisOutage), one Redis hit too few
+// (TestRedisLostKeys) or a claim missing. The client's own timeouts
+// (newRedis: dial 300 ms, read 3 s) still bound a call, and a stopped
+// Redis fails at once. The tests of RedisTimeout itself set theirs.
+const testRedisTimeout = 10 * time.Second
+
 func newRedis(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
 }
@@ -123,6 +134,9 @@ func (f *fixture) consumer(t testing.TB, rdb redis.UniversalClient, o Options) *
 	}
 	if o.Registerer == nil {
 		o.Registerer = f.reg
+	}
+	if o.RedisTimeout == 0 {
+		o.RedisTimeout = testRedisTimeout
 	}
 	c, err := New(f.db, rdb, o)
 	if err != nil {
