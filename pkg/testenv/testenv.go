@@ -78,6 +78,18 @@ func FreeAddr(t testing.TB) string {
 	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
+// FreePort is FreeAddr's port, for a server configured by port alone
+// (one that binds it again after a restart keeps it from the kernel's
+// ephemeral range too).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func lookBin(names ...string) string {
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {

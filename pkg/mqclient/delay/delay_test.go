@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/tidemq/tide/pkg/mqclient"
 	"github.com/tidemq/tide/pkg/mqclient/delay"
 	"github.com/tidemq/tide/pkg/mqclient/middleware"
+	"github.com/tidemq/tide/pkg/testenv"
 	"github.com/tidemq/tide/pkg/tidetest"
 )
 
@@ -124,12 +124,9 @@ func TestRecall(t *testing.T) {
 // fires afterwards, none early, none lost.
 func TestBrokerRestartPendingTimers(t *testing.T) {
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	// outside the ephemeral range: while the broker is down, no outgoing
+	// connection or listen on port 0 can take its port (testenv.FreePort)
+	port := testenv.FreePort(t)
 	fixed := func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = port }
 	e := startEnv(t, nil, fixed)
 	topic := e.Topic(t, 2)
