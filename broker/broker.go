@@ -156,9 +156,6 @@ func New(opts Options, logger *slog.Logger) (*Broker, error) {
 	b.notify = newNotifier(b)
 	b.polls = longpoll.New(b.store.MaxOffset, 5*time.Second)
 	b.polls.SetLimits(longpoll.Limits{Max: opts.MaxHeldPullRequests, MaxPerOwner: opts.MaxHeldPullRequestsPerConn})
-	// A held pull waits for the dispatcher: while one is, appends wake it
-	// instead of waiting for its 1 ms polling pass.
-	b.store.SetDispatchUrgent(func() bool { return b.polls.Held() > 0 })
 	if !opts.IsMaster() {
 		b.store.SetReadOnly(true)
 	}

@@ -28,10 +28,7 @@ import (
 // wake-up around it) per append, and a record becomes visible to
 // consumers at most one interval after its append. Explicit wake-ups
 // (WakeDispatcher, WaitDispatched, SetDispatchLimit) are never skipped and
-// cut a polling interval short. Nor does it poll while someone waits for
-// what it dispatches (SetDispatchUrgent: the broker's held pulls), so
-// that a caught-up consumer keeps the hand-off's latency; then every
-// append wakes it as before. It also polls every 100 ms, so a lost
+// cut a polling interval short. It also polls every 100 ms, so a lost
 // wake-up only delays it. Each pass dispatches everything written when
 // it looks, so appends made during a pass cost one more pass, not one
 // each. A pass
@@ -51,7 +48,7 @@ func (s *Store) wakeDispatcher() {
 // published its record before, so the dispatcher's pass after it clears
 // dpolling sees every record whose wake-up was skipped.
 func (s *Store) appendWake() {
-	if s.dpolling.Load() && !s.dispatchUrgent() {
+	if s.dpolling.Load() {
 		return
 	}
 	s.wakeDispatcher()
@@ -81,11 +78,10 @@ func (s *Store) dispatchLoop() {
 		case <-s.dwake:
 		case <-t.C:
 		}
-		if !s.dispatchPass() || s.dispatchUrgent() {
+		if !s.dispatchPass() {
 			continue
 		}
 		s.dpolling.Store(true)
-	polling:
 		for {
 			poll.Reset(dispatchPollInterval)
 			select {
@@ -97,14 +93,11 @@ func (s *Store) dispatchLoop() {
 				// before dpolling was set: pass now, keep polling.
 				poll.Stop()
 				s.dispatchPass()
-				if s.dispatchUrgent() {
-					break polling
-				}
 				continue
 			case <-poll.C:
 			}
-			if !s.dispatchPass() || s.dispatchUrgent() {
-				break polling // a whole interval without appends, or someone waits
+			if !s.dispatchPass() {
+				break // a whole interval without appends
 			}
 		}
 		s.dpolling.Store(false)

@@ -11,18 +11,13 @@ import (
 // listener without an explicit wake-up (WaitDispatched would give one),
 // whether the dispatcher was idle (woken by the append) or polling
 // (appends skip the wake-up), and that it leaves polling once the appends
-// stop, so that the next lone append wakes it again; and the same while
-// SetDispatchUrgent's func reports that someone waits (no polling).
+// stop, so that the next lone append wakes it again.
 func TestDispatchPolling(t *testing.T) {
 	s := openStore(t, testConfig(t))
 	var mu sync.Mutex
 	var notified, want int
-	var urgent, polledUrgent atomic.Bool
 	reached := make(chan struct{}, 1)
 	s.SetDispatchListener(func(string, int32, int64, int64, []byte) {
-		if urgent.Load() && s.dpolling.Load() { // the dispatcher's goroutine
-			polledUrgent.Store(true)
-		}
 		mu.Lock()
 		notified++
 		if notified == want {
@@ -59,22 +54,17 @@ func TestDispatchPolling(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	s.SetDispatchUrgent(urgent.Load)
 	for _, tc := range []struct {
 		name             string
 		writers, perEach int
 		bursts           int
-		urgent           bool // SetDispatchUrgent's func reports true: no polling
 	}{
-		{"one append", 1, 1, 1, false},
-		{"a stream from 4 writers", 4, 500, 1, false},
-		{"bursts", 2, 100, 5, false},
-		{"one append after polling", 1, 1, 1, false},
-		{"appends one at a time while someone waits", 1, 1, 200, true},
-		{"a stream after someone waited", 4, 500, 1, false},
+		{"one append", 1, 1, 1},
+		{"a stream from 4 writers", 4, 500, 1},
+		{"bursts", 2, 100, 5},
+		{"one append after polling", 1, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			urgent.Store(tc.urgent)
 			for range tc.bursts {
 				var wg sync.WaitGroup
 				var failed atomic.Bool
@@ -96,9 +86,6 @@ func TestDispatchPolling(t *testing.T) {
 				waitNotified(t, tc.writers*tc.perEach)
 			}
 			waitIdle(t)
-			if polledUrgent.Load() {
-				t.Fatal("the dispatcher polled while SetDispatchUrgent's func reported true")
-			}
 		})
 	}
 }

@@ -151,7 +151,6 @@ type Store struct {
 	// dpolling: the dispatcher is polling, appends do not wake it
 	// (dispatchLoop).
 	dpolling atomic.Bool
-	urgent   atomic.Pointer[func() bool] // SetDispatchUrgent
 
 	indexTS  atomic.Int64 // store time of the last checkpointed index flush
 	messages atomic.Int64
@@ -284,28 +283,6 @@ func (s *Store) SetDispatchListener(fn DispatchListener) {
 		return
 	}
 	s.listener.Store(&fn)
-}
-
-// SetDispatchUrgent installs (or with nil removes) fn, which reports
-// whether someone is waiting for the next records to be dispatched (the
-// broker: a pull is held). While it returns true the dispatcher does not
-// poll: every append wakes it, so a waiting consumer sees a record a
-// goroutine hand-off after its append rather than up to
-// dispatchPollInterval later (dispatchLoop). fn is called on every append
-// and must be cheap and safe for concurrent use.
-func (s *Store) SetDispatchUrgent(fn func() bool) {
-	if fn == nil {
-		s.urgent.Store(nil)
-		return
-	}
-	s.urgent.Store(&fn)
-}
-
-// dispatchUrgent reports what the SetDispatchUrgent func does (false
-// without one).
-func (s *Store) dispatchUrgent() bool {
-	fn := s.urgent.Load()
-	return fn != nil && (*fn)()
 }
 
 // SetRecordListener installs (or with nil removes) the per-record hook.
