@@ -15,23 +15,11 @@ import (
 
 // The dispatcher (RocketMQ's ReputMessageService) follows the commit log
 // from reputFrom and, for each record, writes its consume-queue unit,
-// indexes its keys and calls the dispatch listener. An append after a
-// quiet spell wakes it (a non-blocking send on a 1-slot channel), so a
-// lone message is dispatched at once. While appends keep coming it polls
-// instead: after a pass that dispatched something it sets dpolling, which
-// makes appends skip the wake-up, and passes again every
-// dispatchPollInterval (as Java's ReputMessageService, which sleeps 1 ms
-// between passes) until a pass finds nothing; then it clears dpolling and
-// passes once more for the appends that skipped their wake-up meanwhile.
-// So under a steady stream the dispatcher costs one timer wake-up per
-// interval instead of a goroutine hand-off (and the runtime's thread
-// wake-up around it) per append, and a record becomes visible to
-// consumers at most one interval after its append. Explicit wake-ups
-// (WakeDispatcher, WaitDispatched, SetDispatchLimit) are never skipped and
-// cut a polling interval short. It also polls every 100 ms, so a lost
-// wake-up only delays it. Each pass dispatches everything written when
-// it looks, so appends made during a pass cost one more pass, not one
-// each. A pass
+// indexes its keys and calls the dispatch listener. It is woken by every
+// append and also polls, so a lost wake-up only delays it. Wake-ups
+// coalesce: the appender's signal is a non-blocking send on a 1-slot
+// channel, and each pass dispatches everything written when it looks, so
+// appends made during a pass cost one more pass, not one each. A pass
 // allocates nothing per record: one RecordView (Store.view) serves every
 // record, which is why the hooks must not retain it, and the channel
 // WaitDispatched waits on is replaced only when someone waited on it.
@@ -43,22 +31,7 @@ func (s *Store) wakeDispatcher() {
 	}
 }
 
-// appendWake is the commit log's OnAppend: it wakes the dispatcher
-// unless the dispatcher is polling (dispatchLoop). The append has
-// published its record before, so the dispatcher's pass after it clears
-// dpolling sees every record whose wake-up was skipped.
-func (s *Store) appendWake() {
-	if s.dpolling.Load() {
-		return
-	}
-	s.wakeDispatcher()
-}
-
 func newTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
-
-// dispatchPollInterval is how long the polling dispatcher waits between
-// passes while appends keep coming (see the comment at the top).
-const dispatchPollInterval = time.Millisecond
 
 func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
@@ -68,9 +41,6 @@ func (s *Store) dispatchLoop() {
 	debug.SetPanicOnFault(true)
 	t := newTicker(100 * time.Millisecond)
 	defer t.Stop()
-	poll := time.NewTimer(dispatchPollInterval)
-	poll.Stop()
-	defer poll.Stop()
 	for {
 		select {
 		case <-s.stop:
@@ -78,41 +48,10 @@ func (s *Store) dispatchLoop() {
 		case <-s.dwake:
 		case <-t.C:
 		}
-		if !s.dispatchPass() {
-			continue
-		}
-		s.dpolling.Store(true)
-		for {
-			poll.Reset(dispatchPollInterval)
-			select {
-			case <-s.stop:
-				s.dpolling.Store(false)
-				return
-			case <-s.dwake:
-				// An explicit wake-up, or one left by an append made
-				// before dpolling was set: pass now, keep polling.
-				poll.Stop()
-				s.dispatchPass()
-				continue
-			case <-poll.C:
-			}
-			if !s.dispatchPass() {
-				break // a whole interval without appends
-			}
-		}
-		s.dpolling.Store(false)
-		s.dispatchPass() // the appends that skipped their wake-up
+		s.runMu.Lock()
+		s.dispatchAvailable()
+		s.runMu.Unlock()
 	}
-}
-
-// dispatchPass dispatches what is available under runMu and reports
-// whether it dispatched anything. Dispatcher goroutine only.
-func (s *Store) dispatchPass() bool {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	from := s.reputFrom
-	s.dispatchAvailable()
-	return s.reputFrom != from
 }
 
 // dispatchEnd is the commit log offset the dispatcher may reach: the end

@@ -148,9 +148,6 @@ type Store struct {
 	// Truncate takes it to stop both.
 	runMu sync.Mutex
 	dwake chan struct{}
-	// dpolling: the dispatcher is polling, appends do not wake it
-	// (dispatchLoop).
-	dpolling atomic.Bool
 
 	indexTS  atomic.Int64 // store time of the last checkpointed index flush
 	messages atomic.Int64
@@ -202,7 +199,7 @@ func Open(cfg Config, logger *slog.Logger, opts ...Option) (*Store, error) {
 		// SYNC_FLUSH always warms: see the segment package comment.
 		Warm:          cfg.WarmMapedFileEnable || cfg.FlushDiskType == SyncFlush,
 		PretouchAhead: cfg.CommitLogPretouchAhead,
-		OnAppend:      s.appendWake,
+		OnAppend:      s.wakeDispatcher,
 	})
 	if err != nil {
 		return nil, err
