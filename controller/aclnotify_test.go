@@ -3,7 +3,6 @@ package controller_test
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/tidemq/tide/broker/brokertest"
 	"github.com/tidemq/tide/controller"
 	"github.com/tidemq/tide/nameserver/nameservertest"
+	"github.com/tidemq/tide/pkg/testenv/freeport"
 )
 
 // aclNotifyFile is the brokers' plain ACL: one admin account (the one the
@@ -75,15 +75,17 @@ func TestRoleNotificationsToACLBrokers(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on right now.
+// freeAddr returns a loopback address nothing listens on right now, for
+// a server the test starts later or again on the same address: its port
+// is outside the kernel's ephemeral range (freeport), so no listen on port
+// 0 or outgoing connection takes it meanwhile.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // notifications reads tide_controller_role_notifications_total for one

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemq/tide/pkg/remoting"
 	"github.com/tidemq/tide/pkg/remoting/controllerclient"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
+	"github.com/tidemq/tide/pkg/testenv/freeport"
 )
 
 // Timings of the in-process clusters: real hashicorp/raft over real TCP
@@ -47,7 +48,7 @@ func newTestCluster(t *testing.T, n int, mod func(*Options)) *testCluster {
 	tc := &testCluster{t: t, mod: mod, nodes: make([]*Controller, n)}
 	lns, rlns := make([]net.Listener, n), make([]net.Listener, n)
 	for i := range n {
-		lns[i], rlns[i] = listen(t, "127.0.0.1:0"), listen(t, "127.0.0.1:0")
+		lns[i], rlns[i] = listenFree(t), listenFree(t)
 		tc.peers = append(tc.peers, Peer{ID: fmt.Sprintf("n%d", i), RaftAddr: rlns[i].Addr().String(), Addr: lns[i].Addr().String()})
 		tc.dirs = append(tc.dirs, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)))
 	}
@@ -60,6 +61,19 @@ func newTestCluster(t *testing.T, n int, mod func(*Options)) *testCluster {
 		}
 	})
 	return tc
+}
+
+// listenFree listens on a loopback port outside the kernel's ephemeral
+// range (freeport): restart binds it again, and meanwhile no listen on
+// port 0 or outgoing connection (the other nodes' dials among them) can
+// take it.
+func listenFree(t *testing.T) net.Listener {
+	t.Helper()
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return listen(t, addr)
 }
 
 func listen(t *testing.T, addr string) net.Listener {

@@ -44,3 +44,7 @@ replace (
 )
 
 replace github.com/tidemq/tide/pkg/props => ../pkg/props
+
+require github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
+
+replace github.com/tidemq/tide/pkg/testenv => ../pkg/testenv

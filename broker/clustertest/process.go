@@ -24,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tidemq/tide/pkg/testenv/freeport"
 )
 
 // Binaries are the paths of the built daemons.
@@ -54,17 +56,12 @@ func Build(dir, brokerModule string) (Binaries, error) {
 	return b, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago
-// (listen on :0, close). Good enough on a test machine; ports are fixed up
-// front so that a restarted process keeps its address.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Ports are fixed up front so that a restarted process keeps its address;
+// they come from outside the kernel's ephemeral range (freeport), so no
+// listen on port 0 or outgoing connection takes one while its process is
+// starting or stopped.
+func FreePort() (int, error) { return freeport.Port() }
 
 // Process is one daemon: a binary, its arguments and a log file that
 // collects its stderr and stdout across restarts.

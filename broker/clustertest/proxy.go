@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/tidemq/tide/pkg/testenv/freeport"
 )
 
 // Proxy forwards TCP connections from a fixed loopback port to a target
@@ -24,9 +26,15 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
-// NewProxy listens on 127.0.0.1:0 and forwards to target.
+// NewProxy listens on 127.0.0.1 and forwards to target. Its port is
+// outside the kernel's ephemeral range (freeport), so that no other
+// connection takes it while the proxy is cut (Restore binds it again).
 func NewProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

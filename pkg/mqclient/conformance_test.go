@@ -2,7 +2,6 @@ package mqclient_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +21,10 @@ func TestConformance(t *testing.T) {
 	}
 	ns := nameservertest.Start(t)
 	dir := t.TempDir()
-	b := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir })
+	port := freePort(t) // restart binds it again
+	b := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = port })
 	e := &env{&tidetest.Env{NameServer: ns, Broker: b}}
 	e.Admin = tidetest.Admin(t, e.Options()...)
-	_, port, _ := strings.Cut(b.Addr(), ":")
 	restart := func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -34,7 +33,7 @@ func TestConformance(t *testing.T) {
 		}
 		e.Broker = brokertest.Start(t, ns, func(o *broker.Options) {
 			o.Store.StorePathRootDir = dir
-			o.ListenPort = atoi(port)
+			o.ListenPort = port
 		})
 	}
 	mqtest.Run(t, mqtest.Config{
@@ -49,14 +48,6 @@ func TestConformance(t *testing.T) {
 			Restart:   restart,
 		},
 	})
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // probeTimer reports whether a message with DeliverAt 1.5 s ahead is held

@@ -299,8 +299,8 @@ func TestPushConsumerRetryRedelivers(t *testing.T) {
 func TestPushConsumerBrokerRestart(t *testing.T) {
 	ns := startEnvNS(t)
 	dir := t.TempDir()
-	b1 := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir })
-	_, port, _ := strings.Cut(b1.Addr(), ":")
+	pn := freePort(t) // the restarted broker binds it again
+	b1 := brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = pn })
 	e := &env{&tidetest.Env{NameServer: ns, Broker: b1}}
 	e.Admin = tidetest.Admin(t, e.Options()...)
 	topic := e.Topic(t, 4)
@@ -330,7 +330,6 @@ func TestPushConsumerBrokerRestart(t *testing.T) {
 	if err := b1.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pn, _ := strconv.Atoi(port)
 	brokertest.Start(t, ns, func(o *broker.Options) { o.Store.StorePathRootDir = dir; o.ListenPort = pn })
 	send(100, 200)
 	tidetest.WaitFor(t, 30*time.Second, "second half", func() bool { return rec.Distinct() == 200 })

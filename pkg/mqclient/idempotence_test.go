@@ -279,13 +279,11 @@ func (e *env) storedBodies(t *testing.T, topic string) map[string]int {
 func TestNoDuplicatesAcrossBrokerRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var port string
+	port := freePort(t) // the restarted broker binds it again
 	opts := func(o *broker.Options) {
 		o.Store.StorePathRootDir = dir
 		o.BrokerIP1 = "127.0.0.2"
-		if port != "" {
-			o.ListenPort, _ = strconv.Atoi(port)
-		}
+		o.ListenPort = port
 	}
 	if ln, err := net.Listen("tcp", "127.0.0.2:0"); err != nil {
 		t.Skipf("no 127.0.0.2 loopback address: %v", err)
@@ -293,8 +291,7 @@ func TestNoDuplicatesAcrossBrokerRestart(t *testing.T) {
 		ln.Close()
 	}
 	e := startEnv(t, opts)
-	_, port, _ = net.SplitHostPort(e.Broker.Addr())
-	px := tidetest.StartDropProxy(t, e.Broker.Addr(), net.JoinHostPort("127.0.0.1", port), 0.05, 11)
+	px := tidetest.StartDropProxy(t, e.Broker.Addr(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 0.05, 11)
 	topic := e.Topic(t, 2)
 	p := e.Producer(t, mqclient.WithProducerGroup(tidetest.Name("restart")), mqclient.WithSendTimeout(300*time.Millisecond), mqclient.WithRetries(5))
 

@@ -3,7 +3,6 @@ package mqclient_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,12 +27,7 @@ import (
 // refresh.
 func TestProducerRecoversWhenMasterReturns(t *testing.T) {
 	ns := nameservertest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	store := t.TempDir()
 	master := func(o *broker.Options) {
 		o.ListenPort = port

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tidemq/tide/pkg/testenv/freeport"
 )
 
 var (
@@ -68,10 +70,10 @@ func Main(m *testing.M) {
 // FreeAddr returns a 127.0.0.1 address for a server the test starts
 // later: its port was free at the time of the call and lies outside the
 // kernel's ephemeral range, so no outgoing connection takes it meanwhile
-// (ports.go).
+// (package freeport).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	p, err := freePort()
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func FreeAddr(t testing.TB) string {
 // ephemeral range too).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := freePort()
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func startMaria() (*mariaServer, error) {
 	if out, err := exec.Command(install, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadb-install-db: %v\n%s", err, out)
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +306,7 @@ func Redis(t testing.TB) *RedisServer {
 	if bin == "" {
 		t.Fatalf("testenv: no Redis server: install it (apt-get install redis-server) or set TIDE_TEST_REDIS_ADDR")
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -331,7 +331,9 @@ type proxy struct {
 
 func newProxy(t *testing.T, target string) *proxy {
 	p := &proxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// start binds the address again after a stop: a port outside the
+	// kernel's ephemeral range is not taken by another connection meanwhile
+	ln, err := net.Listen("tcp", testenv.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
