@@ -25,7 +25,8 @@ import (
 // delayed heartbeats past the lease, leadership moved in the middle of
 // the tests, and an apply the old leader answered "leadership lost while
 // committing log" was retried after it had committed (TestClusterQuorumLoss
-// fenced by its own change), or a new leader's liveness grace elected the
+// fenced by its own change; such a retry is now answered with the set it
+// made, alterApplied), or a new leader's liveness grace elected the
 // dead master again (TestClusterNoUncleanElection): 2 failed runs in 6.
 const (
 	testRaftTimeout   = DefaultRaftHeartbeat
@@ -330,6 +331,12 @@ func TestClusterFailover(t *testing.T) {
 	set, err := b1.cli.AlterSyncStateSet(ctx, "b", 1, 1, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})
 	if err != nil || !reflect.DeepEqual(set, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 2}) {
 		t.Fatalf("alter: %+v %v", set, err)
+	}
+	// the same request again (the client's retry after "leadership lost"
+	// for a change that committed) is answered with the set it made
+	set, err = b1.cli.AlterSyncStateSet(ctx, "b", 1, 1, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})
+	if err != nil || !reflect.DeepEqual(set, &protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 2}) {
+		t.Fatalf("alter retried: %+v %v", set, err)
 	}
 	b3.mu.Lock()
 	b3.maxOff = 1 << 40 // the out-of-sync replica claims more data: it must still not win

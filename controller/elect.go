@@ -158,6 +158,9 @@ func (c *Controller) alterSyncStateSet(name string, master int64, masterEpoch in
 	if g == nil {
 		return fail(protocol.ControllerAlterSyncStateSetFailed, "broker group %s is not registered", name), nil
 	}
+	if alterApplied(g, master, masterEpoch, set.SyncStateSetEpoch, set.SyncStateSet) {
+		return &result{Code: protocol.Success, Group: g}, nil // a retry: nothing to commit
+	}
 	if code, remark := checkAlter(g, master, masterEpoch, set.SyncStateSetEpoch, set.SyncStateSet); code != protocol.Success {
 		return &result{Code: code, Remark: remark}, nil
 	}

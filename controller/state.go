@@ -220,11 +220,15 @@ func (s *State) electMaster(c *command) *result {
 }
 
 // alterSyncStateSet replaces the SyncStateSet on behalf of the current
-// master of the current epochs only.
+// master of the current epochs only. The change that made the current set,
+// proposed again, is answered with the group as it is (alterApplied).
 func (s *State) alterSyncStateSet(c *command) *result {
 	g, ok := s.Groups[c.BrokerName]
 	if !ok {
 		return fail(protocol.ControllerAlterSyncStateSetFailed, "broker group %s is not registered", c.BrokerName)
+	}
+	if alterApplied(g, c.BrokerID, c.MasterEpoch, c.SyncStateSetEpoch, c.NewSet) {
+		return &result{Code: protocol.Success, Group: g.clone()}
 	}
 	if code, remark := checkAlter(g, c.BrokerID, c.MasterEpoch, c.SyncStateSetEpoch, c.NewSet); code != protocol.Success {
 		return &result{Code: code, Remark: remark}
@@ -232,6 +236,25 @@ func (s *State) alterSyncStateSet(c *command) *result {
 	g.SyncStateSet = slices.Sorted(slices.Values(c.NewSet))
 	g.SyncStateSetEpoch++
 	return &result{Code: protocol.Success, Group: g.clone()}
+}
+
+// alterApplied reports whether an ALTER_SYNC_STATE_SET is the change that
+// made the group's current SyncStateSet: from the master of the current
+// master epoch, computed from the SyncStateSet epoch just before the
+// current one, for the set the group holds. That is a retry of a change
+// that committed although its proposer never heard so: a leader that
+// loses its leadership while committing answers CONTROLLER_NOT_LEADER
+// ("leadership lost while committing log": the entry may have committed),
+// and controllerclient sends the same request to the new leader. Fenced
+// as a stale epoch (CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH), the master
+// kept its old set and epoch until its next GET_REPLICA_INFO (a grown set
+// it did not wait for, though the controller may elect from it); answered
+// with the group as it is, it learns the set and epoch the controller
+// holds. Nothing changes: only this master of this master epoch changes
+// the set, so the set at the next epoch is its own proposal's.
+func alterApplied(g *Group, master int64, masterEpoch, sse int32, set []int64) bool {
+	return g.HasMaster() && g.MasterID == master && g.MasterEpoch == masterEpoch && sse+1 == g.SyncStateSetEpoch &&
+		slices.Equal(slices.Sorted(slices.Values(set)), g.SyncStateSet)
 }
 
 // checkAlter validates an ALTER_SYNC_STATE_SET against the group (liveness

@@ -129,6 +129,44 @@ func TestStateElectAndAlter(t *testing.T) {
 	}
 }
 
+// An ALTER_SYNC_STATE_SET applied twice: the second time is the client's
+// retry after the leader answered "leadership lost while committing log"
+// for an entry that had committed. It changes nothing and is answered with
+// the set and epoch the first one made (before, it was fenced as a stale
+// SyncStateSet epoch, and the master kept its old set and epoch until its
+// next GET_REPLICA_INFO). A proposal from the same epoch for another set,
+// or the retry once a later change or election happened, is still fenced.
+func TestStateAlterAppliedTwice(t *testing.T) {
+	f := registered(t, 1, 2, 3)
+	alter := func(master int64, me, sse int32, set ...int64) *result {
+		return applyAll(t, f, &command{Kind: cmdAlterSyncStateSet, BrokerName: "b", BrokerID: master, MasterEpoch: me,
+			SyncStateSetEpoch: sse, NewSet: set})
+	}
+	want := func(what string, res *result, code int16, set []int64, sse int32) {
+		t.Helper()
+		if res.Code != code {
+			t.Fatalf("%s: code %d (%s), want %d", what, res.Code, res.Remark, code)
+		}
+		if code == protocol.Success && (!reflect.DeepEqual(res.Group.SyncStateSet, set) || res.Group.SyncStateSetEpoch != sse) {
+			t.Fatalf("%s: answered %v at epoch %d, want %v at %d", what, res.Group.SyncStateSet, res.Group.SyncStateSetEpoch, set, sse)
+		}
+		if g := f.group("b"); !reflect.DeepEqual(g.SyncStateSet, set) || g.SyncStateSetEpoch != sse {
+			t.Fatalf("%s: state %s, want %v at epoch %d", what, g, set, sse)
+		}
+	}
+	applyAll(t, f, &command{Kind: cmdElectMaster, BrokerName: "b", BrokerID: 1})
+	want("first", alter(1, 1, 1, 2, 1), protocol.Success, []int64{1, 2}, 2)
+	want("applied again", alter(1, 1, 1, 2, 1), protocol.Success, []int64{1, 2}, 2)
+	want("another set from the same epoch", alter(1, 1, 1, 1, 3), protocol.ControllerFencedSyncStateSetEpoch, []int64{1, 2}, 2)
+	want("from another broker", alter(2, 1, 1, 1, 2), protocol.ControllerInvalidMaster, []int64{1, 2}, 2)
+	want("grow", alter(1, 1, 2, 1, 2, 3), protocol.Success, []int64{1, 2, 3}, 3)
+	want("applied again after a later change", alter(1, 1, 1, 1, 2), protocol.ControllerFencedSyncStateSetEpoch, []int64{1, 2, 3}, 3)
+	want("shrink", alter(1, 1, 3, 1, 2), protocol.Success, []int64{1, 2}, 4)
+	want("shrink applied again", alter(1, 1, 3, 2, 1), protocol.Success, []int64{1, 2}, 4)
+	applyAll(t, f, &command{Kind: cmdElectMaster, BrokerName: "b", BrokerID: 2, MasterEpoch: 1, SyncStateSetEpoch: 4})
+	want("applied again after an election", alter(1, 1, 3, 1, 2), protocol.ControllerInvalidMaster, []int64{2}, 5)
+}
+
 func TestFSMBadCommands(t *testing.T) {
 	f := registered(t, 1)
 	for _, data := range [][]byte{[]byte("{"), []byte(`{"kind":"dropTables"}`), nil} {

@@ -8,8 +8,10 @@
 // the client retries there, and while no leader is known (an election in
 // progress) it retries the controller addresses with a short backoff until
 // the call's context ends. Retrying is safe: every state change the
-// controller makes is checked against the epochs it was computed from, and
-// applying a broker id twice with the same check code is a no-op.
+// controller makes is checked against the epochs it was computed from,
+// applying a broker id twice with the same check code is a no-op, and an
+// ALTER_SYNC_STATE_SET that committed before its answer was lost (the
+// leader stepped down) is answered, when sent again, with the set it made.
 //
 // A non-SUCCESS response is returned as a *protocol.Error (test it with
 // errors.Is(err, &protocol.Error{Code: protocol.ControllerFencedMasterEpoch})),
