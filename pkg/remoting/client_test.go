@@ -68,7 +68,7 @@ func TestServerPush(t *testing.T) {
 }
 
 func TestClientReconnect(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", freeAddr(t)) // bound again after the first server stops
 	if err != nil {
 		t.Fatal(err)
 	}

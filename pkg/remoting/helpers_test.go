@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -20,6 +22,29 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// freeAddr returns a 127.0.0.1 address that is free now, for a server the
+// test binds again after stopping it or that must stay closed: its port
+// is outside Linux's default ephemeral range (32768-60999), so neither a
+// listen on port 0 nor an outgoing connection (the test's own dials to
+// the closed port among them: one can connect to itself when the kernel
+// picks the same port) takes it meanwhile. pkg/testenv/freeport does the
+// same (reading the kernel's range); this module depends on nothing.
+// TIDE_TEST_PORTS ("lo-hi") narrows the choice as there.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	lo, hi := 25000, 32767
+	fmt.Sscanf(os.Getenv("TIDE_TEST_PORTS"), "%d-%d", &lo, &hi)
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(max(hi-lo+1, 1))))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatalf("no free port in %d-%d", lo, hi)
+	return ""
 }
 
 const testCode int16 = 9001 // an otherwise unused request code

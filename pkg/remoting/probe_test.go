@@ -20,9 +20,7 @@ func TestProbe(t *testing.T) {
 	if err := Probe(ctx, ln.Addr().String()); err != nil {
 		t.Fatalf("probe of a live server: %v", err)
 	}
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := dead.Addr().String()
-	dead.Close()
+	addr := freeAddr(t) // closed, and no dial can connect to itself there
 	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
 	if err := Probe(ctx2, addr); err == nil {
