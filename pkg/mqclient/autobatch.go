@@ -144,12 +144,15 @@ func (b *batcher) add(ctx context.Context, msg *Message, o *outgoing, cb func(*S
 	if r == nil {
 		return false
 	}
-	c := pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}
-	if q, alone, _ := b.join(c, r); alone {
+	// c is built again in the closure rather than shared with it: a
+	// variable the closure captured by reference would go to the heap on
+	// every call, also for the messages that join a batch (join copies
+	// those to the heap itself)
+	if q, alone, _ := b.join(pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}, r); alone {
 		// alone to an idle broker: SendAsync must not block on it
 		workers.Shared().Go(func() {
 			res, err := b.sendLone(ctx, o, q)
-			b.answer(&c, res, err)
+			b.answer(&pendingSend{ctx: ctx, msg: msg, o: o, cb: cb}, res, err)
 			b.sent(q)
 		})
 	}
@@ -392,12 +395,15 @@ func (b *batcher) send(l *lot) {
 		}
 		return
 	}
-	ids := strings.Split(res.OffsetMsgID, ",")
+	// the answer's offset ids, one per message, comma-separated: cut
+	// in turn (substrings, no slice of them)
+	ids := res.OffsetMsgID
+	each := strings.Count(ids, ",")+1 == len(calls)
 	for i, c := range calls {
 		r := &SendResult{Status: res.Status, MsgID: c.o.msgID, Queue: res.Queue,
 			QueueOffset: res.QueueOffset + int64(i), TransactionID: res.TransactionID}
-		if len(ids) == len(calls) {
-			r.OffsetMsgID = ids[i]
+		if each {
+			r.OffsetMsgID, ids, _ = strings.Cut(ids, ",")
 		}
 		b.answer(c, r, nil)
 	}
@@ -435,17 +441,17 @@ func (b *batcher) answer(c *pendingSend, res *SendResult, err error) {
 	p.async.Done()
 }
 
-// batchOf encodes calls as one batch to l's queue.
+// batchOf encodes calls as one batch to l's queue. Its msgID is left
+// empty: each caller's result carries the caller's own (b.send), and the
+// batch's joined ids would be built only to be dropped.
 func batchOf(calls []*pendingSend, l *lot) *outgoing {
-	ids := make([]string, len(calls))
 	items := make([]batchItem, len(calls))
 	for i, c := range calls {
-		ids[i] = c.o.msgID
 		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: protocol.EncodeProperties(c.o.props)}
 	}
 	q := l.q
 	o := &outgoing{topic: q.Topic, props: map[string]string{}, batch: true, items: items,
-		msgID: strings.Join(ids, ","), sharded: l.keyed, msg: calls[0].msg}
+		sharded: l.keyed, msg: calls[0].msg}
 	if l.keyed {
 		o.queue = &q
 	} else {

@@ -138,7 +138,7 @@ func (p *Producer) stampFor(ctx context.Context, addr string, q Queue, o *outgoi
 	p.idem.next[k] = seq + int64(o.count())
 	p.idem.mu.Unlock()
 	o.stamp = &stamp{q: q, st: protocol.ProducerStamp{ProducerID: id, Epoch: epoch, Sequence: seq}}
-	o.stamped = nil // the batch body must be encoded again
+	// a new stamp: wireBody encodes the batch body again (o.wireFor differs)
 	return true, nil
 }
 
@@ -218,38 +218,83 @@ func (o *outgoing) wireProps() string {
 // their own stamp, consecutive from the batch's sequence, after their
 // other properties; without a stamp (a broker without the feature) the
 // plain batch.
+//
+// A batch built from items (SendBatch with idempotence, auto-batches) is
+// encoded into a pooled buffer (wirePool), once per stamp: attempts with
+// the same stamp reuse it, a new stamp encodes it again in place. The
+// buffer belongs to o until releaseWire, which p.send calls when it
+// returns: no attempt can use it any more then, and the transport keeps
+// no reference to a request's body once Invoke (or InvokeOneway)
+// returned, having copied it into its frame (remoting.Conn.Invoke: "req
+// is not modified or retained"). So a body returned here is valid only
+// until o's send ends; nothing else may keep it.
 func (o *outgoing) wireBody() ([]byte, error) {
 	if !o.batch || o.items == nil {
 		return o.body, nil
 	}
-	if o.stamp == nil {
-		if o.body == nil {
-			items := make([]protocol.BatchItem, len(o.items))
-			for i, it := range o.items {
-				items[i] = protocol.BatchItem{Flag: it.flag, Body: it.body, Properties: it.props}
-			}
-			body, err := protocol.AppendBatch(nil, items)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
-			}
-			o.body = body
-		}
-		return o.body, nil
-	}
-	if o.stamped != nil {
-		return o.stamped, nil
+	if o.wire != nil && o.wireFor == o.stamp {
+		return *o.wire, nil
 	}
 	size := 0
-	for _, it := range o.items {
-		size += protocol.BatchItemLen(len(it.body), len(it.props)+protocol.MaxStampPropertyLen)
+	extra := 0
+	if o.stamp != nil {
+		extra = protocol.MaxStampPropertyLen
 	}
-	dst := make([]byte, 0, size)
-	var sp [protocol.MaxStampPropertyLen]byte
 	for i, it := range o.items {
-		st := o.stamp.st
-		st.Sequence += int64(i)
-		dst = protocol.AppendBatchItem(dst, it.flag, it.body, it.props, protocol.AppendStampProperty(sp[:0], st))
+		if o.stamp == nil && len(it.props) > protocol.MaxPropertiesLength {
+			return nil, fmt.Errorf("%w: %w: batch item %d: properties of %d bytes exceed %d", ErrInvalidMessage, protocol.ErrMalformed, i, len(it.props), protocol.MaxPropertiesLength)
+		}
+		size += protocol.BatchItemLen(len(it.body), len(it.props)+extra)
 	}
-	o.stamped = dst
+	if o.wire == nil {
+		o.wire = getWireBuf()
+	}
+	dst := (*o.wire)[:0]
+	if cap(dst) < size {
+		dst = make([]byte, 0, size)
+	}
+	if o.stamp == nil {
+		for _, it := range o.items {
+			dst = protocol.AppendBatchItem(dst, it.flag, it.body, it.props, nil)
+		}
+	} else {
+		var sp [protocol.MaxStampPropertyLen]byte
+		for i, it := range o.items {
+			st := o.stamp.st
+			st.Sequence += int64(i)
+			dst = protocol.AppendBatchItem(dst, it.flag, it.body, it.props, protocol.AppendStampProperty(sp[:0], st))
+		}
+	}
+	*o.wire, o.wireFor = dst, o.stamp
 	return dst, nil
+}
+
+// maxPooledWire: batch body buffers that grew beyond this are dropped
+// rather than pooled (SendBatch may send up to WithMaxMessageSize).
+const maxPooledWire = 1 << 20
+
+// wirePool holds batch body buffers (*[]byte) for wireBody.
+var wirePool sync.Pool
+
+func getWireBuf() *[]byte {
+	if bp, ok := wirePool.Get().(*[]byte); ok {
+		return bp
+	}
+	return new([]byte)
+}
+
+// releaseWire gives o's batch body buffer back to wirePool; p.send calls
+// it when its last attempt has returned (see wireBody). A later attempt
+// of o would encode its body again.
+func (o *outgoing) releaseWire() {
+	bp := o.wire
+	if bp == nil {
+		return
+	}
+	o.wire, o.wireFor = nil, nil
+	if cap(*bp) > maxPooledWire {
+		return
+	}
+	*bp = (*bp)[:0]
+	wirePool.Put(bp)
 }

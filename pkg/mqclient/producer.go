@@ -182,9 +182,13 @@ type outgoing struct {
 	msg       *Message // for the selector
 
 	// idempotent sends (idempotence.go)
-	items   []batchItem // a batch's messages, to stamp each
-	stamp   *stamp      // the last attempt's stamp
-	stamped []byte      // the batch body encoded with stamp
+	items []batchItem // a batch's messages, to stamp each
+	stamp *stamp      // the last attempt's stamp
+	// wire holds the batch body built from items, encoded for the stamp
+	// wireFor (nil: plain); a pooled buffer owned by o until releaseWire
+	// (wireBody)
+	wire    *[]byte
+	wireFor *stamp
 }
 
 // batchItem is one message of a batch before encoding: props are its
@@ -575,6 +579,7 @@ func (p *Producer) send(ctx context.Context, o *outgoing, oneway bool) (*SendRes
 		// and no expired deadline mistaken for a broker's timeout
 		return nil, sendEnded(o.topic, err)
 	}
+	defer o.releaseWire() // no attempt uses o's batch body any more
 	var lastErr error
 	lastBroker := ""
 	// an attempt whose outcome is unknown pins the retries to its queue,

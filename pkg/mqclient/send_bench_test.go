@@ -2,6 +2,7 @@ package mqclient_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/tidemq/tide/pkg/mqclient"
@@ -49,4 +50,29 @@ func BenchmarkSendSyncConcurrent(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSendAsync is SendAsync of 1 KiB with 64 in flight (mqbench's
+// workload (b)): the messages go auto-batched, each batch stamped.
+func BenchmarkSendAsync(b *testing.B) {
+	p, msg := sendBench(b)
+	ctx := context.Background()
+	window := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	done := func(_ *mqclient.SendResult, err error) {
+		if err != nil {
+			b.Error(err)
+		}
+		<-window
+		wg.Done()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		window <- struct{}{}
+		wg.Add(1)
+		if err := p.SendAsync(ctx, msg(), done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
 }
