@@ -249,7 +249,7 @@ func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendin
 	}
 	// encoded only if it is batched after all: most messages to an idle
 	// queue go alone, and their own send encodes them
-	size := protocol.BatchItemLen(len(o.body), protocol.PropertiesLen(o.props)+protocol.MaxStampPropertyLen)
+	size := protocol.BatchItemLen(len(o.body), propsLen(o.props, o.msgID)+protocol.MaxStampPropertyLen)
 	if l != nil && l.size+size > b.maxBytes {
 		b.closeLocked(l)
 		l = nil
@@ -447,7 +447,7 @@ func (b *batcher) answer(c *pendingSend, res *SendResult, err error) {
 func batchOf(calls []*pendingSend, l *lot) *outgoing {
 	items := make([]batchItem, len(calls))
 	for i, c := range calls {
-		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: protocol.EncodeProperties(c.o.props)}
+		items[i] = batchItem{flag: c.o.flag, body: c.o.body, props: encodeProps(c.o.props, c.o.msgID, nil)}
 	}
 	q := l.q
 	o := &outgoing{topic: q.Topic, props: map[string]string{}, batch: true, items: items,

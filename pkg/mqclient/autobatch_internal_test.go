@@ -87,7 +87,9 @@ func itemSize(t *testing.T, p *Producer, msg *Message) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return protocol.BatchItemLen(len(o.body), len(protocol.EncodeProperties(o.props))+protocol.MaxStampPropertyLen)
+	// o.props holds no UNIQ_KEY (o.msgID): encodeProps sets it, as a
+	// send does (props.go)
+	return protocol.BatchItemLen(len(o.body), len(encodeProps(o.props, o.msgID, nil))+protocol.MaxStampPropertyLen)
 }
 
 // holdQueues makes the batcher believe a request to each of the n queues

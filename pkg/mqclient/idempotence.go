@@ -207,11 +207,9 @@ func (o *outgoing) count() int {
 // wireProps returns o's properties for an attempt (with its stamp).
 func (o *outgoing) wireProps() string {
 	if o.stamp == nil {
-		delete(o.props, protocol.PropProducerStamp)
-	} else {
-		o.props[protocol.PropProducerStamp] = o.stamp.st.String()
+		return encodeProps(o.props, o.msgID, nil)
 	}
-	return protocol.EncodeProperties(o.props)
+	return encodeProps(o.props, o.msgID, &o.stamp.st)
 }
 
 // wireBody returns o's body for an attempt: a batch's items each carry

@@ -133,6 +133,10 @@ func validTopic(t string) error {
 
 // properties builds the wire property map of m (UNIQ_KEY excluded).
 func (m *Message) properties() map[string]string {
+	if len(m.Properties) == 0 && m.Tag == "" && len(m.Keys) == 0 && m.ShardingKey == "" &&
+		m.DelayLevel <= 0 && m.DeliverAt.IsZero() {
+		return nil // none: the producer keeps no map (props.go)
+	}
 	p := make(map[string]string, len(m.Properties)+5)
 	for k, v := range m.Properties {
 		p[k] = v

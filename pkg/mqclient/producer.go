@@ -168,8 +168,11 @@ func (p *Producer) running() error {
 
 // outgoing is an encoded message (or batch) ready to send.
 type outgoing struct {
-	topic     string
-	body      []byte
+	topic string
+	body  []byte
+	// props: a single message's properties other than UNIQ_KEY (msgID)
+	// and TIDE_PSEQ (stamp), nil when it has none (props.go); a batch's
+	// header properties
 	props     map[string]string
 	sysFlag   int32
 	flag      int32
@@ -217,14 +220,14 @@ func (p *Producer) encode(msg *Message) (*outgoing, error) {
 	}
 	o := &outgoing{topic: msg.Topic, body: msg.Body, props: msg.properties(), flag: msg.Flag,
 		sharded: msg.ShardingKey != "", deliverAt: msg.DeliverAt, msg: msg}
-	o.msgID = p.c.ids.Next()
-	o.props[protocol.PropUniqKey] = o.msgID
+	o.msgID = p.c.ids.Next() // its UNIQ_KEY (props.go)
+	delete(o.props, protocol.PropUniqKey)
 	delete(o.props, protocol.PropProducerStamp) // copied from a consumed message: only the producer stamps
 	if p.s.compressOver > 0 && len(msg.Body) >= p.s.compressOver {
 		o.body = deflate(msg.Body)
 		o.sysFlag |= protocol.SysFlagCompressed
 	}
-	if protocol.PropertiesLen(o.props) > protocol.MaxPropertiesLength {
+	if propsLen(o.props, o.msgID) > protocol.MaxPropertiesLength {
 		return nil, fmt.Errorf("%w: properties exceed %d bytes", ErrInvalidMessage, protocol.MaxPropertiesLength)
 	}
 	return o, nil
@@ -445,12 +448,11 @@ func (p *Producer) encodeBatch(msgs []*Message) (*outgoing, error) {
 		case len(m.Body) == 0:
 			return nil, fmt.Errorf("%w: batch message %d has an empty body", ErrInvalidMessage, i)
 		}
-		props := m.properties()
 		id := p.c.ids.Next()
-		props[protocol.PropUniqKey] = id
-		delete(props, protocol.PropProducerStamp)
 		ids = append(ids, id)
-		items = append(items, protocol.BatchItem{Flag: m.Flag, Body: m.Body, Properties: protocol.EncodeProperties(props)})
+		// encodeProps ignores m's own UNIQ_KEY and TIDE_PSEQ (only the
+		// producer stamps)
+		items = append(items, protocol.BatchItem{Flag: m.Flag, Body: m.Body, Properties: encodeProps(m.properties(), id, nil)})
 	}
 	o := &outgoing{topic: topic, props: map[string]string{}, batch: true,
 		msgID: strings.Join(ids, ","), sharded: msgs[0].ShardingKey != "", msg: msgs[0]}
@@ -499,7 +501,6 @@ func (p *Producer) Recall(ctx context.Context, res *SendResult) error {
 		protocol.PropTimerDeliverMS: strconv.FormatInt(res.DeliverAt.UnixMilli(), 10),
 		propTimerDelUniqKey:         res.MsgID,
 	}}
-	o.props[protocol.PropUniqKey] = o.msgID
 	_, err := p.send(ctx, o, false)
 	return err
 }

@@ -97,6 +97,9 @@ func (p *Producer) SendInTransaction(ctx context.Context, msg *Message, local fu
 	if err != nil {
 		return nil, TransactionUnknown, err
 	}
+	if o.props == nil {
+		o.props = map[string]string{}
+	}
 	o.props[protocol.PropTransactionPrepared] = "true"
 	o.props[protocol.PropProducerGroup] = p.s.producerGroup
 	o.sysFlag |= protocol.SysFlagTxPrepared
