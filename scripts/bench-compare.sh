@@ -256,10 +256,20 @@ if [ $SCALE = 1 ]; then
 	# Steady state, as with 8 topics: a first pass writes every queue of the
 	# 1000 topics once, so the timed run does not include creating their
 	# 8,000 consume queue files (a one-time cost, timed here on its own).
+	# The files are created by the broker's dispatcher, after the sends are
+	# acknowledged: wait until all of them exist, or the timed run pays for
+	# most of them (when the priming's sends ended, a few hundred of 8,000 existed;
+	# docs/benchmarks/analysis.md, Levers, "The 1,000-topic scale row").
 	prime_start=$(date +%s%N)
 	"$MQB" -target tide -addr "$ADDR" -prefix "bscale-topics-$TOPICS" -topics $TOPICS -mode produce -send async \
 		-inflight 64 -size 1024 -count $((TOPICS * 8 * 2)) -warmup 0 -q -keep >"$RES/scale-prime.log" 2>&1 ||
 		log "priming the $TOPICS topics failed: $(tail -2 "$RES/scale-prime.log")"
+	cqfiles() { find "$WORK/tide/store/consumequeue" -mindepth 3 -maxdepth 3 -type f ! -name "*.tmp" -path "*/bscale-topics-$TOPICS-*" 2>/dev/null | wc -l; }
+	for _ in $(seq 1200); do
+		[ "$(cqfiles)" -ge $((TOPICS * 8)) ] && break
+		sleep 0.1
+	done
+	[ "$(cqfiles)" -ge $((TOPICS * 8)) ] || log "after 120 s only $(cqfiles) of $((TOPICS * 8)) consume queue files exist"
 	prime_ms=$((($(date +%s%N) - prime_start) / 1000000))
 	log "first write to all $((TOPICS * 8)) queues: ${prime_ms} ms"
 	bench scale-topics-$TOPICS -topics $TOPICS "${scale[@]}" -keep
