@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -302,9 +303,18 @@ type orderLog struct {
 	seen      map[string]int // highest delivered number
 	redeliver int
 	// beforeRedeliver is how many were delivered when the first
-	// redelivery came: everything consumed from the old master.
+	// redelivery came: everything consumed from the old master, but for
+	// what handlers of other queues finished after it (lateOld).
 	beforeRedeliver int
-	bad             []string
+	// atFirst is each key's highest number when the first redelivery came;
+	// lateOld adds, for each key redelivered later, what it delivered
+	// between that moment and its own first redelivery: until a key is
+	// redelivered, all its deliveries are the old master's (a key's
+	// messages come in order, the redelivered ones first).
+	atFirst    map[string]int
+	keyRedeliv map[string]bool
+	lateOld    int
+	bad        []string
 }
 
 func newOrderLog() *orderLog { return &orderLog{acked: map[string]int{}, seen: map[string]int{}} }
@@ -327,6 +337,12 @@ func (l *orderLog) deliver(t *testing.T, key, body string) {
 	case n <= l.seen[key]:
 		if l.redeliver == 0 {
 			l.beforeRedeliver = l.sumSeenLocked()
+			l.atFirst = maps.Clone(l.seen)
+			l.keyRedeliv = map[string]bool{}
+		}
+		if !l.keyRedeliv[key] {
+			l.keyRedeliv[key] = true
+			l.lateOld += l.seen[key] - l.atFirst[key]
 		}
 		l.redeliver++
 	default:
@@ -364,15 +380,18 @@ func (l *orderLog) sumSeenLocked() int {
 	return n
 }
 
-// consumedBeforeRedelivery returns how many were delivered when the first
-// redelivery came (the total so far when none came).
+// consumedBeforeRedelivery returns how many were delivered from the old
+// master: those delivered when the first redelivery came, plus those a
+// redelivered key delivered after that and before its own first
+// redelivery (a handler of another queue finishing what it pulled from the
+// old master); the total so far when none came.
 func (l *orderLog) consumedBeforeRedelivery() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.redeliver == 0 {
 		return l.sumSeenLocked()
 	}
-	return l.beforeRedeliver
+	return l.beforeRedeliver + l.lateOld
 }
 
 func (l *orderLog) allDelivered() bool {
