@@ -2,7 +2,6 @@ package mqclient
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tidemq/tide/pkg/remoting/protocol"
@@ -37,11 +36,7 @@ func encodeProps(props map[string]string, uniq string, st *protocol.ProducerStam
 	var sb [3 * 20]byte
 	var stv []byte
 	if st != nil {
-		stv = strconv.AppendInt(sb[:0], st.ProducerID, 10)
-		stv = append(stv, ':')
-		stv = strconv.AppendInt(stv, st.Epoch, 10)
-		stv = append(stv, ':')
-		stv = strconv.AppendInt(stv, st.Sequence, 10)
+		stv = st.AppendValue(sb[:0])
 		keys = append(keys, protocol.PropProducerStamp)
 		n += len(protocol.PropProducerStamp) + len(stv) + 2
 	}

@@ -63,13 +63,17 @@ type ProducerStamp struct {
 
 // String returns the PropProducerStamp value.
 func (s ProducerStamp) String() string {
-	b := make([]byte, 0, 48)
-	b = strconv.AppendInt(b, s.ProducerID, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, s.Epoch, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, s.Sequence, 10)
-	return string(b)
+	return string(s.AppendValue(make([]byte, 0, 48)))
+}
+
+// AppendValue appends the PropProducerStamp value
+// (producerID ':' epoch ':' sequence, decimal) to dst.
+func (s ProducerStamp) AppendValue(dst []byte) []byte {
+	dst = strconv.AppendInt(dst, s.ProducerID, 10)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, s.Epoch, 10)
+	dst = append(dst, ':')
+	return strconv.AppendInt(dst, s.Sequence, 10)
 }
 
 // ParseProducerStamp parses a PropProducerStamp value. A malformed value
@@ -144,10 +148,5 @@ const MaxStampPropertyLen = len(PropProducerStamp) + 1 + 3*19 + 2 + 1
 func AppendStampProperty(dst []byte, s ProducerStamp) []byte {
 	dst = append(dst, PropProducerStamp...)
 	dst = append(dst, NameValueSeparator)
-	dst = strconv.AppendInt(dst, s.ProducerID, 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, s.Epoch, 10)
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, s.Sequence, 10)
-	return append(dst, PropertySeparator)
+	return append(s.AppendValue(dst), PropertySeparator)
 }
