@@ -54,6 +54,7 @@ type controllerMode struct {
 	followEpoch int32               // the master epoch following was settled under
 	syncSet     []int64             // the SyncStateSet the controller committed (master: the ack rule)
 	syncEpoch   int32
+	proposed    []int64             // master: a SyncStateSet change in flight (nil: none); acks and confirm use syncSet ∪ proposed
 	caughtUp    map[int64]time.Time // master: each replica's last catch-up, across reconnects
 }
 

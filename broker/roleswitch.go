@@ -163,7 +163,7 @@ func (b *Broker) promote(ctx context.Context, cm *controllerMode, m protocol.Mas
 	b.setRole(cm.masterRole, 0)
 	b.masterAddr.Store("")
 	cm.mu.Lock()
-	cm.running, cm.following, cm.caughtUp = "master", "", nil
+	cm.running, cm.following, cm.caughtUp, cm.proposed = "master", "", nil, nil
 	cm.mu.Unlock()
 	b.store.WakeDispatcher() // the master's rule now bounds dispatch, not the old master's confirm offset
 	b.roleMu.Unlock()
@@ -220,7 +220,7 @@ func (b *Broker) demote(cm *controllerMode, m protocol.MasterInfo) {
 		b.log.Error("controller mode: ha client", "err", err)
 	}
 	cm.mu.Lock()
-	cm.running, cm.following = "slave", ""
+	cm.running, cm.following, cm.proposed = "slave", "", nil
 	cm.mu.Unlock()
 	b.log.Warn("controller mode: DEMOTED to slave: writes refused", "id", cm.id, "new_master", m.MasterBrokerID,
 		"master_epoch", m.MasterEpoch)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemq/tide/broker/internal/ha"
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
@@ -15,11 +16,18 @@ import (
 // (fenced by its master epoch and the set's epoch). A replica is in sync
 // while it caught up (its report covered everything the master had at its
 // previous report) within haMaxTimeSlaveNotCatchup ms, counted across
-// reconnects, and has reached the start of the master's epoch. The ack
-// rule of SYNC_MASTER uses the set the controller committed, never a
-// proposal: a shrink takes effect for acknowledgements only once the
-// controller accepted it, so every acknowledged write is on every replica
-// the controller may elect.
+// reconnects, and has reached the start of the master's epoch.
+//
+// While a change is in flight the master's ack rule and confirm offset use
+// the union of the committed set and the proposal (RocketMQ 5's
+// isSynchronizingSyncStateSet): a shrink takes effect for
+// acknowledgements only once the controller accepted it, and a member
+// being added counts from the moment it is proposed, before the
+// controller can elect it. A grown member is proposed only once it has
+// acknowledged the commit log end as it stood when the union took effect,
+// so every write acknowledged under the old set is on it too. Together:
+// every acknowledged write, and every record made visible, is on every
+// replica the controller may elect.
 
 // ackRule returns the replicas a SYNC_MASTER write waits for (the
 // SyncStateSet without the master) and how many of them must have it.
@@ -29,7 +37,7 @@ func (cm *controllerMode) ackRule(o *Options) (ids []int64, need int) {
 	if cm.syncSet == nil {
 		return nil, 1 // not learnt yet: acknowledge nothing rather than too early
 	}
-	for _, id := range cm.syncSet {
+	for _, id := range cm.effectiveSet() {
 		if id != cm.id {
 			ids = append(ids, id)
 		}
@@ -40,7 +48,27 @@ func (cm *controllerMode) ackRule(o *Options) (ids []int64, need int) {
 	return ids, o.InSyncReplicas - 1
 }
 
-// setSyncStateSet records the set the controller holds (from its answers).
+// effectiveSet is the set the master acknowledges and confirms by: the
+// committed set, joined by the proposal in flight if there is one. The
+// caller holds cm.mu; the result may share the committed slice.
+func (cm *controllerMode) effectiveSet() []int64 {
+	if cm.proposed == nil {
+		return cm.syncSet
+	}
+	set := slices.Clone(cm.syncSet)
+	for _, id := range cm.proposed {
+		if !slices.Contains(set, id) {
+			set = append(set, id)
+		}
+	}
+	return set
+}
+
+// setSyncStateSet records the set the controller holds, from its answer
+// to an ALTER_SYNC_STATE_SET or to the role loop's poll. Either answer
+// comes after the last proposal's request ended (the role loop sends them
+// in turn), so it ends the proposal: what the controller holds is known.
+// An answer older than the set already known changes nothing.
 func (cm *controllerMode) setSyncStateSet(s *protocol.SyncStateSet) {
 	if s == nil {
 		return
@@ -48,8 +76,18 @@ func (cm *controllerMode) setSyncStateSet(s *protocol.SyncStateSet) {
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	if s.SyncStateSetEpoch >= cm.syncEpoch {
-		cm.syncSet, cm.syncEpoch = slices.Clone(s.SyncStateSet), s.SyncStateSetEpoch
+		cm.syncSet, cm.syncEpoch, cm.proposed = slices.Clone(s.SyncStateSet), s.SyncStateSetEpoch, nil
 	}
+}
+
+// propose marks set as the proposal in flight (nil: none) and returns the
+// commit log end at that moment, read after the mark: a write whose ack
+// rule was taken before it ended at or below that end.
+func (b *Broker) propose(cm *controllerMode, set []int64) int64 {
+	cm.mu.Lock()
+	cm.proposed = slices.Clone(set)
+	cm.mu.Unlock()
+	return b.store.MaxPhyOffset()
 }
 
 // maintainSyncStateSet proposes a new SyncStateSet when replication says
@@ -97,13 +135,51 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 	if slices.Equal(want, cur) {
 		return
 	}
+	if want = b.admitGrown(ctx, cm, srv, cur, want); slices.Equal(want, cur) {
+		return
+	}
+	set.SyncStateSet = want
 	got, err := cm.cli.AlterSyncStateSet(ctx, b.opts.BrokerName, cm.id, master.MasterEpoch, set)
 	if err != nil {
+		// The controller may still have committed it (an answer lost):
+		// the proposal stays in force until the next poll says.
 		b.log.Warn("controller mode: SyncStateSet change refused", "from", cur, "to", want, "err", err)
 		return
 	}
 	cm.setSyncStateSet(got)
 	b.log.Info("controller mode: SyncStateSet changed", "from", cur, "to", got.SyncStateSet, "sync_state_set_epoch", got.SyncStateSetEpoch)
+}
+
+// admitGrown makes the proposal want take effect for acknowledgements and
+// waits, at most one heartbeat interval, until every member it adds has
+// the commit log end as it stood then. Members that do not get there are
+// left out of the returned proposal (and of the mark); they are proposed
+// again on a later round. Members it drops stay in force until the
+// controller commits the shrink.
+func (b *Broker) admitGrown(ctx context.Context, cm *controllerMode, srv *ha.Server, cur, want []int64) []int64 {
+	var grown []int64
+	for _, id := range want {
+		if !slices.Contains(cur, id) {
+			grown = append(grown, id)
+		}
+	}
+	if len(grown) == 0 {
+		b.propose(cm, want)
+		return want
+	}
+	end := b.propose(cm, want)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(b.opts.BrokerHeartbeatInterval)*time.Millisecond)
+	defer cancel()
+	if err := srv.WaitAcks(wctx, end, grown, len(grown)); err == nil {
+		return want
+	}
+	kept := slices.DeleteFunc(slices.Clone(want), func(id int64) bool {
+		acked, _ := srv.Acked(id)
+		return slices.Contains(grown, id) && acked < end
+	})
+	b.propose(cm, kept)
+	b.log.Debug("controller mode: a replica to add has not reached the commit log end yet", "end", end, "proposal", kept)
+	return kept
 }
 
 // confirmOffset is RocketMQ 5's confirm offset: the commit log end every
@@ -128,7 +204,7 @@ func (b *Broker) maintainSyncStateSet(ctx context.Context, cm *controllerMode) {
 func (b *Broker) confirmOffset(cm *controllerMode) int64 {
 	end := b.store.MaxPhyOffset()
 	cm.mu.Lock()
-	running, set, following := cm.running, cm.syncSet, cm.following
+	running, set, following := cm.running, cm.effectiveSet(), cm.following
 	cm.mu.Unlock()
 	if running != "master" {
 		cl := b.haClient()
