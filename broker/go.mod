@@ -52,4 +52,6 @@ replace github.com/tidemq/tide/pkg/props => ../pkg/props
 
 require github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 
+require github.com/kylelemons/godebug v1.1.0 // indirect
+
 replace github.com/tidemq/tide/pkg/testenv => ../pkg/testenv
