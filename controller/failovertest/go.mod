@@ -54,6 +54,6 @@ replace github.com/tidemq/tide/pkg/props => ../../pkg/props
 
 replace github.com/tidemq/tide/pkg/tidetest => ../../pkg/tidetest
 
-require github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
+require github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000 // indirect
 
 replace github.com/tidemq/tide/pkg/testenv => ../../pkg/testenv

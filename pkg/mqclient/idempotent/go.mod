@@ -6,16 +6,14 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/prometheus/client_golang v1.23.2
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/mqclient v0.0.0-00010101000000-000000000000
 	github.com/tidemq/tide/pkg/testenv v0.0.0-00010101000000-000000000000
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
 )
 
-require (
-	github.com/tidemq/tide/broker v0.0.0-00010101000000-000000000000 // indirect
-	github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000 // indirect
-)
+require github.com/tidemq/tide/nameserver v0.0.0-00010101000000-000000000000 // indirect
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
