@@ -55,6 +55,18 @@ import (
 // the batch; once the batch is in flight it may be stored all the same,
 // as a plain Send that times out may be.
 //
+// A topic whose batches leave with about one message each (a moving
+// average of messages per batch under loneAverage over at least
+// loneAfter batches) stops gathering: its messages go alone at once, as
+// to an idle broker, and one in loneProbe still opens a batch to see
+// whether company came back (a batch that gathers several lifts the
+// average above the bar). A producer spreading 64 sends in flight over
+// 1,000 topics put exactly one message in each batch, and each waited
+// for a request to its broker to end before going alone anyway
+// (docs/benchmarks/analysis.md, "Issue 21, target by target", the
+// 1,000-topic row). A streak of single batches is not enough: a busy
+// single topic has many among its batches of three.
+//
 // Messages without a ShardingKey (and without WithQueueSelector) stick to
 // one queue of their topic while its batch is open, then the next batch
 // takes the next queue (Kafka's sticky partitioner): round-robin per
@@ -74,6 +86,24 @@ import (
 // order inside a batch. A goroutine that waits for each Send before the
 // next keeps its order, as without batching.
 
+// The lonely-topic rule: after loneAfter batches, a topic whose moving
+// average of messages per batch (weight 1/8 per batch, kept in 1/16ths)
+// is below loneAverage sends alone; one message in loneProbe opens a batch
+// again. loneTopics bounds the topics remembered.
+const (
+	loneAfter   = 16
+	loneAverage = 20 // 1.25 messages per batch, in 1/16ths
+	loneProbe   = 64
+	loneTopics  = 4096
+)
+
+// batchShape is a topic's moving average of messages per batch.
+type batchShape struct {
+	avg     int // in 1/16ths of a message
+	batches int // counted up to loneAfter
+	alone   int // messages sent alone since the last probe
+}
+
 // defaultAutoBatchBytes is the batch size limit when WithAutoBatch gives
 // none: 32 KiB, RocketMQ 5's autoBatch default (Kafka's batch.size is 16 KiB).
 const defaultAutoBatchBytes = 32 << 10
@@ -91,6 +121,8 @@ type batcher struct {
 	// when nothing of the batcher is in flight to its broker
 	inflight map[string]int
 	sticky   map[string]Queue // topic → the queue its unkeyed messages join
+	// shapes: per topic, how full its batches leave (the lonely-topic rule)
+	shapes map[string]*batchShape
 }
 
 // lot is one open batch.
@@ -126,7 +158,8 @@ func newBatcher(p *Producer, linger time.Duration, maxBytes int) *batcher {
 		maxBytes = defaultAutoBatchBytes
 	}
 	return &batcher{p: p, linger: linger, maxBytes: min(maxBytes, p.s.maxMessageSize),
-		open: map[Queue]*lot{}, busy: map[Queue]int{}, inflight: map[string]int{}, sticky: map[string]Queue{}}
+		open: map[Queue]*lot{}, busy: map[Queue]int{}, inflight: map[string]int{}, sticky: map[string]Queue{},
+		shapes: map[string]*batchShape{}}
 }
 
 // batchable reports whether msg (encoded as o) may join a batch.
@@ -238,8 +271,9 @@ func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendin
 		b.sticky[o.topic] = q
 	}
 	l := b.open[q]
-	if l == nil && b.inflight[q.BrokerName] == 0 {
-		// nothing in flight to q's broker: waiting would only add latency
+	if l == nil && (b.inflight[q.BrokerName] == 0 || b.lonely(o.topic)) {
+		// nothing in flight to q's broker, or its topic's batches stay
+		// single: waiting would only add latency
 		b.busy[q]++
 		b.inflight[q.BrokerName]++
 		if s, ok := b.sticky[o.topic]; ok && s == q {
@@ -276,6 +310,36 @@ func (b *batcher) join(c pendingSend, r *route) (q Queue, alone bool, pc *pendin
 		l.timer = time.AfterFunc(b.linger, func() { b.expire(l) })
 	}
 	return q, false, pc
+}
+
+// lonely reports whether topic's messages go alone although its broker
+// is busy: its batches leave with about one message. Every loneProbe-th
+// message is let through to a batch. b.mu is held.
+func (b *batcher) lonely(topic string) bool {
+	sh := b.shapes[topic]
+	if sh == nil || sh.batches < loneAfter || sh.avg >= loneAverage {
+		return false
+	}
+	if sh.alone++; sh.alone >= loneProbe {
+		sh.alone = 0
+		return false
+	}
+	return true
+}
+
+// settleLocked records that a batch of topic left with n messages.
+// b.mu is held.
+func (b *batcher) settleLocked(topic string, n int) {
+	sh := b.shapes[topic]
+	if sh == nil {
+		if len(b.shapes) >= loneTopics {
+			clear(b.shapes) // many topics, each rarely: start counting again
+		}
+		sh = &batchShape{avg: 16 * n}
+		b.shapes[topic] = sh
+	}
+	sh.avg += 2*n - sh.avg/8 // avg += (16n - avg) / 8
+	sh.batches = min(sh.batches+1, loneAfter)
 }
 
 // keyed reports whether o must go to the queue its key (or the
@@ -333,6 +397,7 @@ func (b *batcher) detachLocked(l *lot) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
+	b.settleLocked(l.q.Topic, len(l.calls))
 	b.busy[l.q]++
 	b.inflight[l.q.BrokerName]++
 }

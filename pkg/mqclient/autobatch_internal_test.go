@@ -442,3 +442,61 @@ func TestAutoBatchBusyBrokerGathers(t *testing.T) {
 		t.Errorf("sent %v (codes %v), want one batch of the three", keys, codes)
 	}
 }
+
+// TestAutoBatchLonelyTopicGoesAlone: a topic whose batches leave with one
+// message (loneAfter of them) stops waiting behind its busy broker: its
+// messages go alone at once, except one in loneProbe, which opens a batch
+// again; a batch that gathers many lifts the average and ends it. A
+// topic whose batches mostly hold several keeps batching through a run of
+// single ones.
+func TestAutoBatchLonelyTopicGoesAlone(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	ns := startFakeNameServer(t, "orders", 2, a)
+	p := newTestProducer(t, WithNameServers(ns), WithTopics("orders"), WithAutoBatch(time.Hour, 0))
+	holdQueues(p, "orders", 2) // the broker stays busy: every message would wait
+	send := func(n int) (waited []bool) {
+		t.Helper()
+		r := newAsyncResults(n)
+		for i := range n {
+			m := &Message{Topic: "orders", Body: []byte("x")}
+			if err := p.SendAsync(context.Background(), m, r.cb(i)); err != nil {
+				t.Fatal(err)
+			}
+			waited = append(waited, waitsIn(p, m))
+		}
+		p.batch.flush()
+		r.wait(t)
+		for i, err := range r.errs {
+			if err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+		return waited
+	}
+	for i := range loneAfter {
+		if w := send(1); !w[0] {
+			t.Fatalf("batch %d of one: the message did not wait in a batch", i)
+		}
+	}
+	for i := range loneProbe - 1 {
+		if w := send(1); w[0] {
+			t.Fatalf("after %d batches of one, message %d waited in a batch; want it sent alone", loneAfter, i)
+		}
+	}
+	if w := send(8); !w[0] || !w[7] {
+		t.Fatalf("probe: %v, want the probe to open a batch and the others to join it", w)
+	}
+	for i := range 8 { // a busy topic: batches of three, then single ones
+		if w := send(3); !w[0] {
+			t.Fatalf("batch %d of three did not wait", i)
+		}
+	}
+	for i := range 8 {
+		if w := send(1); !w[0] {
+			t.Fatalf("single batch %d after batches of three went alone; want it to keep batching", i)
+		}
+	}
+	if n := len(p.batch.shapes); n != 1 {
+		t.Errorf("%d topics counted, want 1", n)
+	}
+}
