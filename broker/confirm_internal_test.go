@@ -19,16 +19,7 @@ import (
 // (chaos finding 5: consumers committed past it and skipped the new
 // master's acknowledged messages at the same queue offsets).
 func TestConfirmOffsetBeforeFollowing(t *testing.T) {
-	cfg := store.DefaultConfig()
-	cfg.StorePathRootDir = t.TempDir()
-	cfg.MappedFileSizeCommitLog = 64 << 10
-	cfg.MappedFileSizeConsumeQueue = 20 * 100
-	cfg.MaxMessageSize = 16 << 10
-	st, err := store.Open(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := smallStore(t)
 	st.SetDispatchLimit(func() int64 { return 0 }) // the tail is not confirmed
 	host := netip.MustParseAddrPort("10.0.0.1:5000")
 	m := &protocol.MessageExt{QueueID: 0, BornHost: host, StoreHost: host}

@@ -163,11 +163,10 @@ func (b *Broker) admitGrown(ctx context.Context, cm *controllerMode, srv *ha.Ser
 			grown = append(grown, id)
 		}
 	}
+	end := b.propose(cm, want)
 	if len(grown) == 0 {
-		b.propose(cm, want)
 		return want
 	}
-	end := b.propose(cm, want)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(b.opts.BrokerHeartbeatInterval)*time.Millisecond)
 	defer cancel()
 	if err := srv.WaitAcks(wctx, end, grown, len(grown)); err == nil {

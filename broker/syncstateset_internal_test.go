@@ -13,9 +13,9 @@ import (
 	"github.com/tidemq/tide/pkg/remoting/protocol"
 )
 
-// syncSetStore opens a small store holding one record, so the commit log
-// end is above every replica's ack (none is connected).
-func syncSetStore(t *testing.T) *store.Store {
+// smallStore opens an empty store with small files in a temporary
+// directory, closed when the test ends.
+func smallStore(t *testing.T) *store.Store {
 	t.Helper()
 	cfg := store.DefaultConfig()
 	cfg.StorePathRootDir = t.TempDir()
@@ -27,6 +27,14 @@ func syncSetStore(t *testing.T) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// syncSetStore opens a small store holding one record, so the commit log
+// end is above every replica's ack (none is connected).
+func syncSetStore(t *testing.T) *store.Store {
+	t.Helper()
+	st := smallStore(t)
 	host := netip.MustParseAddrPort("10.0.0.1:5000")
 	m := &protocol.MessageExt{QueueID: 0, BornHost: host, StoreHost: host}
 	m.Topic, m.Body = "T", []byte("acknowledged under the old set")

@@ -346,10 +346,11 @@ func WithIdempotence(on bool) Option { return func(s *settings) { s.idempotence 
 // comes first (RocketMQ 5's autoBatch, Kafka's
 // linger.ms and batch.size). A topic whose batches keep leaving with
 // about one message (sends spread over many topics) stops waiting: its
-// messages go at once, alone, until a batch gathers several again. Each SendAsync and each Send still gets its
-// own result (MsgID, OffsetMsgID, QueueOffset, and the status of the
-// batch's answer: SEND_OK only after the broker flushed or replicated the
-// whole batch as its flushDiskType and brokerRole require) or the batch's
+// messages go at once, alone, until a batch gathers several again. Each
+// SendAsync and each Send still gets its own result (MsgID,
+// OffsetMsgID, QueueOffset, and the status of the batch's answer:
+// SEND_OK only after the broker flushed or replicated the whole batch as
+// its flushDiskType and brokerRole require) or the batch's
 // error; a batch is retried whole and, with idempotent sends, stored
 // once. Delayed, timer and compressed messages are sent alone; SendTo,
 // SendBatch, SendOneway and transactions are never auto-batched. A
